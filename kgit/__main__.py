@@ -1,0 +1,3 @@
+from kgit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""The correctness gate: the manifest's test command on exactly the snapshot being recorded.
+
+The pre-commit hook is the fast path; `kgit round validate` and `accept` look up the gate's result
+by *tree* hash, so a commit made with `--no-verify` is gated again before it can be accepted.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from kgit.engine.runner import CommandResult, run_command
+from kgit.engine.store import Campaign, now
+from kgit.errors import KgitError
+from kgit.gitdoor import Repo
+from kgit.records.notes import GateNote
+
+Say = Callable[[str], None]
+
+
+def say_stderr(message: str) -> None:
+    print(f"kgit: {message}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def staged_snapshot(repo: Repo) -> Iterator[None]:
+    """Set unstaged edits aside so the work tree holds exactly what is being committed.
+
+    The edits are saved as a patch under .git/kgit/patches/ first and re-applied afterwards; if
+    anything kills kgit in between, the patch is still there (nothing is lost).
+    """
+    patch = repo.git("diff", "--binary", "--no-color", "--no-ext-diff")
+    if not patch.strip():
+        yield
+        return
+    folder = repo.kgit_dir() / "patches"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"unstaged-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns()}.patch"
+    path.write_bytes(patch)
+    repo.git("checkout", "--", ".")
+    try:
+        yield
+    finally:
+        if repo.succeeds("apply", "--whitespace=nowarn", str(path)):
+            path.unlink()
+        else:
+            print(
+                f"kgit: could not re-apply your unstaged changes; they are saved in {path}\n"
+                f"hint: git apply {path}",
+                file=sys.stderr,
+            )
+
+
+def run_tests(campaign: Campaign, say: Say, *, echo: bool) -> CommandResult:
+    command = campaign.manifest.test_command
+    say(f"gate: running `{command}`")
+    return run_command(command, campaign.repo.root, campaign.manifest.timeout_s, echo=echo)
+
+
+def record_gate(campaign: Campaign, tree: str, result: CommandResult) -> GateNote:
+    note = GateNote(
+        campaign=campaign.name,
+        passed=result.ok,
+        command=campaign.manifest.test_command,
+        seconds=round(result.seconds, 3),
+        at=now(),
+        output_tail=None if result.ok else result.tail[-4000:],
+    )
+    with campaign.repo.write_lock():
+        campaign.write_gate(tree, note)
+    return note
+
+
+def gate_failure(result: CommandResult, timeout_s: float) -> KgitError:
+    why = "timed out" if result.returncode is None else f"exited {result.returncode}"
+    return KgitError(
+        f"correctness gate failed: the test command {why} after {result.seconds:.1f} s",
+        hint="fix the kernel and commit again; a correctness fix is part of the same round",
+        details=result.tail[-4000:],
+    )
+
+
+def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> GateNote:
+    """The gate's pass for COMMIT's tree, running the tests now if that tree was never gated
+    (a commit made with --no-verify, or a gate that failed). The work tree must be at COMMIT."""
+    tree = campaign.repo.tree_of(commit)
+    note = campaign.read_gate(tree)
+    if note is not None and note.passed:
+        return note
+    say("this tree was never gated (committed with --no-verify?): gating it now")
+    result = run_tests(campaign, say, echo=echo)
+    note = record_gate(campaign, tree, result)
+    if not result.ok:
+        raise gate_failure(result, campaign.manifest.timeout_s)
+    return note
+
+
+def gate_commit_in_progress(repo: Repo, campaign: Campaign, say: Say) -> int:
+    """The pre-commit hook's heavy path: gate the staged snapshot. Returns the hook's exit code."""
+    tree = repo.write_tree()
+    previous = campaign.read_gate(tree)
+    if previous is not None and previous.passed:
+        say(f"gate: this snapshot already passed ({previous.at})")
+        return 0
+    with staged_snapshot(repo):
+        result = run_tests(campaign, say, echo=False)
+    record_gate(campaign, tree, result)
+    if result.ok:
+        say(f"gate: passed in {result.seconds:.1f} s")
+        return 0
+    error = gate_failure(result, campaign.manifest.timeout_s)
+    print(result.tail[-4000:], file=sys.stderr)
+    say(f"{error.message}\nhint: {error.hint} (the commit was blocked)")
+    return 1

@@ -1,0 +1,354 @@
+"""The round lifecycle: start, validate, accept, rollback.
+
+A round is a branch `kgit/<campaign>/round-<N>` cut from the best line's tip. Accept fast-forwards
+the best line to the round's commit (same sha); rollback returns to the best line and keeps the
+round's commit reachable from `refs/kgit/<campaign>/rounds/<N>` with its notes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgit.engine.gate import Say, ensure_gated
+from kgit.engine.measure import HarnessError, Measurement, best_values, measure, require_clean
+from kgit.engine.setup import environment
+from kgit.engine.store import Campaign, now
+from kgit.errors import KgitError, UsageError
+from kgit.judge.scoring import diagnostics, pct
+from kgit.judge.verdict import REMEASURE, Verdict, seed_verdict
+from kgit.records.notes import (
+    ACCEPTING,
+    ERROR,
+    ROLLED_BACK,
+    VALIDATED,
+    OpenRound,
+    RoundNote,
+    ShapeResult,
+)
+
+
+def _open_round(campaign: Campaign) -> OpenRound:
+    open_round = campaign.state.open_round
+    if open_round is None:
+        raise KgitError(
+            f"campaign {campaign.name} has no round in progress",
+            hint='kgit round start "HYPOTHESIS" begins one',
+        )
+    return open_round
+
+
+def _on_round_branch(campaign: Campaign, action: str) -> tuple[OpenRound, str]:
+    """The open round and its branch tip; refuses unless that branch is checked out and clean."""
+    open_round = _open_round(campaign)
+    branch = campaign.refs.round_branch(open_round.number)
+    current = campaign.repo.current_branch()
+    if current != branch:
+        where = current.removeprefix("refs/heads/") if current else "a detached HEAD"
+        raise KgitError(
+            f"cannot {action}: round-{open_round.number} is in progress but {where} is checked out",
+            hint=f"git checkout {branch.removeprefix('refs/heads/')}",
+        )
+    require_clean(campaign.repo, action)
+    tip = campaign.repo.rev_parse(branch)
+    assert tip is not None
+    return open_round, tip
+
+
+def start_round(campaign: Campaign, hypothesis: str) -> dict[str, Any]:
+    hypothesis = " ".join(hypothesis.split())
+    if not hypothesis:
+        raise UsageError(
+            "a round needs its hypothesis",
+            hint='kgit round start "bigger BLOCK_K halves the K loop"',
+        )
+    state = campaign.state
+    if not state.baselined:
+        raise KgitError("the campaign has no baseline yet", hint="kgit baseline")
+    if state.finished:
+        raise KgitError(f"campaign {campaign.name} is finished", hint="start a new campaign")
+    if state.open_round is not None:
+        raise KgitError(
+            f"round-{state.open_round.number} is still in progress: one change at a time",
+            hint="kgit round validate, then kgit round accept or kgit round rollback",
+        )
+    if state.next_round - 1 >= campaign.manifest.max_iterations:
+        raise KgitError(
+            f"max_iterations ({campaign.manifest.max_iterations}) reached",
+            hint="the campaign should end here (kgit report); raise max_iterations to go on",
+        )
+    require_clean(campaign.repo, "start a round")
+    repo = campaign.repo
+    with repo.write_lock():
+        current = campaign.reload()
+        if current.state.open_round is not None:
+            raise KgitError("another kgit process started a round first", hint="kgit status")
+        number = current.state.next_round
+        parent = current.best_tip()
+        branch = current.refs.round_branch(number)
+        repo.update_ref(branch, parent, None, f"kgit: round-{number} started")
+        current.state.next_round = number + 1
+        current.state.open_round = OpenRound(number, hypothesis, parent, now())
+        current.save(f"round-{number} started: {hypothesis}")
+    repo.switch(branch)
+    return {
+        "campaign": campaign.name,
+        "round": number,
+        "branch": branch,
+        "parent": parent,
+        "hypothesis": hypothesis,
+    }
+
+
+def _protected_changes(campaign: Campaign, commit: str) -> list[str]:
+    now_blobs = campaign.repo.path_blobs(commit, list(campaign.state.protected))
+    return [path for path, blob in campaign.state.protected.items() if now_blobs.get(path) != blob]
+
+
+def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
+    from kgit.engine.runner import run_command
+
+    command = campaign.manifest.rebuild_command
+    if not command:
+        return
+    say(f"rebuild: `{command}`")
+    result = run_command(command, campaign.repo.root, campaign.manifest.timeout_s, echo=echo)
+    if not result.ok:
+        raise KgitError(
+            "the rebuild command failed",
+            hint="fix the build and commit again",
+            details=result.tail[-4000:],
+        )
+
+
+def _shape_results(
+    runs: list[Measurement],
+    verdict: Verdict,
+    best: dict[str, float],
+    baseline: dict[str, float],
+    labels: list[str],
+) -> list[ShapeResult]:
+    from kgit.judge.verdict import mean_values
+
+    means = mean_values([r.score for r in runs])
+    results = []
+    for label in labels:
+        value = means.get(label)
+        results.append(
+            ShapeResult(
+                label=label,
+                check="PASS" if value is not None else "FAIL",
+                value=value,
+                best=best.get(label),
+                delta_pct=verdict.shape_deltas.get(label),
+                vs_baseline_pct=pct(value, baseline[label])
+                if value and label in baseline
+                else None,
+            )
+        )
+    return results
+
+
+def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
+    open_round, tip = _on_round_branch(campaign, "validate")
+    if tip == open_round.parent:
+        raise KgitError(
+            f"round-{open_round.number} has no commit yet",
+            hint="make the change and git commit it (the hook gates it)",
+        )
+    if not campaign.repo.is_ancestor(campaign.best_tip(), tip):
+        raise KgitError("the best line moved since this round started", hint="kgit round rollback")
+    _rebuild(campaign, say, echo)
+    ensure_gated(campaign, tip, say, echo=echo)
+    rounds = campaign.all_rounds()
+    best = best_values(rounds)
+    baseline = rounds[0][1].values() if rounds else {}
+    active = campaign.manifest.shape_labels if full else campaign.state.representative
+    labels = [label for label in active if label not in campaign.state.inactive]
+    note = RoundNote(
+        campaign=campaign.name,
+        round=open_round.number,
+        status=VALIDATED,
+        hypothesis=open_round.hypothesis,
+        metric=campaign.manifest.primary_metric,
+        level="full" if full else "quick",
+        parent=open_round.parent,
+        started_at=open_round.started_at,
+        environment=environment(),
+        hashes={
+            "schema": ",".join(campaign.state.frozen_header or []),
+            "protected": dict(campaign.state.protected),
+        },
+    )
+    changed = _protected_changes(campaign, tip)
+    if changed:
+        note.decision = ROLLED_BACK
+        note.reasons = [
+            f"protected path changed since baseline: {', '.join(changed)} "
+            "(the harness and schema are frozen for the whole campaign)"
+        ]
+        return _record(campaign, tip, note, [], say)
+    runs: list[Measurement] = []
+    frozen = tuple(campaign.state.frozen_header or ())
+    shapes = campaign.manifest.shapes_for(labels)
+    try:
+        while True:
+            runs.append(measure(campaign, shapes, frozen, say, echo=echo))
+            verdict = seed_verdict(
+                [r.score for r in runs], {label: best[label] for label in labels}, campaign.manifest.thresholds
+            )
+            if verdict.decision != REMEASURE:
+                break
+            say(verdict.reasons[-1])
+    except HarnessError as exc:
+        note.status, note.reasons = ERROR, [exc.message]
+        note.harness_tail = (exc.details or "")[-4000:]
+        _record(campaign, tip, note, runs, say)
+        raise
+    note.decision, note.reasons = verdict.decision, verdict.reasons
+    note.aggregate, note.best_aggregate = verdict.aggregate, verdict.best_aggregate
+    note.delta_vs_best_pct = round(verdict.gain_pct, 4)
+    base_agg = rounds[0][1].aggregate if rounds else None
+    if base_agg and verdict.aggregate:
+        from kgit.judge.scoring import geomean
+
+        base_on_labels = geomean(baseline[label] for label in labels)
+        note.baseline_aggregate = base_on_labels
+        note.delta_vs_baseline_pct = round(pct(verdict.aggregate, base_on_labels), 4)
+    note.run_aggregates = [r.score.aggregate for r in runs]
+    note.shapes = _shape_results(runs, verdict, best, baseline, labels)
+    note.diagnostics = diagnostics(runs[0].table)
+    note.timings = {"harness_s": round(sum(r.seconds for r in runs), 3)}
+    return _record(campaign, tip, note, runs, say)
+
+
+def _record(
+    campaign: Campaign, tip: str, note: RoundNote, runs: list[Measurement], say: Say
+) -> dict[str, Any]:
+    note.validated_at = now()
+    repo = campaign.repo
+    extra = {f"runs/round-{note.round}/run-{i}.csv": r.csv for i, r in enumerate(runs[1:], 2)}
+    with repo.write_lock():
+        current = campaign.reload()
+        open_round = current.state.open_round
+        if open_round is None or open_round.number != note.round:
+            raise KgitError(f"round-{note.round} was closed by another kgit process")
+        current.write_round(tip, note)
+        if runs:
+            current.write_bench(tip, runs[0].csv)
+        kept = current.refs.kept(note.round)
+        repo.update_ref(kept, tip, repo.rev_parse(kept), f"kgit: round-{note.round} recorded")
+        if extra:
+            current.save(f"round-{note.round}: re-measured runs", extra)
+    return {
+        "campaign": campaign.name,
+        "round": note.round,
+        "commit": tip,
+        "status": note.status,
+        "decision": note.decision,
+        "reasons": note.reasons,
+        "aggregate": note.aggregate,
+        "delta_vs_best_pct": note.delta_vs_best_pct,
+        "delta_vs_baseline_pct": note.delta_vs_baseline_pct,
+        "shapes": [vars(s) for s in note.shapes],
+        "runs": len(runs) or None,
+    }
+
+
+def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+    open_round, tip = _on_round_branch(campaign, "accept")
+    note = campaign.read_round(tip)
+    if note is None or note.round != open_round.number:
+        raise KgitError(
+            f"round-{open_round.number}'s commit {tip[:10]} has no verdict",
+            hint="kgit round validate (after the last commit)",
+        )
+    if note.decision not in ACCEPTING:
+        raise KgitError(
+            f"the verdict of round-{note.round} is {note.decision or note.status}: not accepted",
+            hint='kgit round rollback --reason "..." (the commit stays reachable)',
+            details="\n".join(note.reasons),
+        )
+    changed = _protected_changes(campaign, tip)
+    if changed:
+        raise KgitError(
+            f"protected path(s) changed since baseline: {', '.join(changed)}",
+            hint="protected-path changes are never accepted; roll the round back",
+        )
+    ensure_gated(campaign, tip, say, echo=echo)
+    best_ref, repo = campaign.refs.best, campaign.repo
+    with repo.write_lock():
+        current = campaign.reload()
+        best_tip = current.best_tip()
+        if not repo.is_ancestor(best_tip, tip):
+            raise KgitError(
+                "the best line is not an ancestor of this round: no fast-forward",
+                hint="kgit round rollback, then start again from the best line",
+            )
+        repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{note.round}")
+        note.status, note.decided_at = note.decision, now()
+        current.write_round(tip, note)
+        current.state.open_round = None
+        current.save(f"round-{note.round} {note.status}")
+    _leave_round_branch(campaign, open_round.number)
+    say(f"round-{note.round} {note.status}: {best_ref.removeprefix('refs/heads/')} -> {tip[:10]}")
+    return {"campaign": campaign.name, "round": note.round, "status": note.status, "best": tip}
+
+
+def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str, Any]:
+    open_round = _open_round(campaign)
+    repo = campaign.repo
+    require_clean(repo, "roll back")
+    branch = campaign.refs.round_branch(open_round.number)
+    tip = repo.rev_parse(branch) or open_round.parent
+    with repo.write_lock():
+        current = campaign.reload()
+        if current.state.open_round is None or current.state.open_round.number != open_round.number:
+            raise KgitError(f"round-{open_round.number} was closed by another kgit process")
+        if tip != open_round.parent:
+            note = current.read_round(tip)
+            if note is None or note.round != open_round.number:
+                note = RoundNote(
+                    campaign=current.name,
+                    round=open_round.number,
+                    status=ROLLED_BACK,
+                    hypothesis=open_round.hypothesis,
+                    metric=current.manifest.primary_metric,
+                    parent=open_round.parent,
+                    started_at=open_round.started_at,
+                    reasons=["rolled back before validation"],
+                )
+            note.status, note.decided_at = ROLLED_BACK, now()
+            note.decision = note.decision or ROLLED_BACK
+            note.rollback_reason = reason
+            current.write_round(tip, note)
+            kept = current.refs.kept(open_round.number)
+            repo.update_ref(
+                kept, tip, repo.rev_parse(kept), f"kgit: keep round-{open_round.number}"
+            )
+        current.state.open_round = None
+        current.save(f"round-{open_round.number} ROLLED BACK" + (f": {reason}" if reason else ""))
+    _leave_round_branch(campaign, open_round.number)
+    say(
+        f"round-{open_round.number} ROLLED BACK; back on {campaign.refs.best.removeprefix('refs/heads/')}"
+        + (
+            f"; its commit {tip[:10]} stays at {campaign.refs.kept(open_round.number)}"
+            if tip != open_round.parent
+            else " (it had no commit)"
+        )
+    )
+    return {
+        "campaign": campaign.name,
+        "round": open_round.number,
+        "status": ROLLED_BACK,
+        "commit": tip if tip != open_round.parent else None,
+        "kept_at": campaign.refs.kept(open_round.number) if tip != open_round.parent else None,
+    }
+
+
+def _leave_round_branch(campaign: Campaign, number: int) -> None:
+    """Check out the best line and delete the round branch (its commit is kept under refs/kgit/)."""
+    repo, branch = campaign.repo, campaign.refs.round_branch(number)
+    repo.switch(campaign.refs.best)
+    tip = repo.rev_parse(branch)
+    if tip is not None:
+        repo.delete_ref(branch, tip)

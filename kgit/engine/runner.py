@@ -1,0 +1,123 @@
+"""Running the user's commands: tests, rebuild, and the quick harness under its contract.
+
+Commands run through the shell from the round's work tree, in a clean git environment, in their
+own process group (a timeout kills the whole tree), with only the output's tail kept in memory so a
+harness that floods its output cannot exhaust it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from kgit.gitdoor import clean_env
+
+TAIL_BYTES = 16_384
+
+# The harness contract's exit codes.
+HARNESS_ALL_PASS, HARNESS_SOME_FAIL, HARNESS_UNAVAILABLE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    returncode: int | None  # None when killed on timeout
+    seconds: float
+    tail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def _pump(stream: IO[bytes], tail: deque[bytes], echo: bool) -> None:
+    for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
+        tail.append(chunk)
+        while sum(map(len, tail)) > TAIL_BYTES and len(tail) > 1:
+            tail.popleft()
+        if echo:
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.flush()
+
+
+def run_command(
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    *,
+    echo: bool = False,
+    env: dict[str, str] | None = None,
+) -> CommandResult:
+    """Run COMMAND through the shell; keep the last TAIL_BYTES of stdout+stderr."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=cwd,
+        env=env or clean_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    tail: deque[bytes] = deque()
+    assert proc.stdout is not None
+    reader = threading.Thread(target=_pump, args=(proc.stdout, tail, echo), daemon=True)
+    reader.start()
+    try:
+        returncode: int | None = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        returncode = None
+    reader.join(timeout=5)
+    text = b"".join(tail)[-TAIL_BYTES:].decode(errors="replace")
+    return CommandResult(returncode, time.monotonic() - start, text)
+
+
+@dataclass(frozen=True)
+class HarnessRun:
+    """One run of the quick harness on a set of shapes."""
+
+    status: str  # "ok", "unavailable" (exit 2: cannot run here) or "error"
+    problem: str | None
+    csv: bytes | None
+    result: CommandResult
+
+
+def harness_command(quick_command: str, csv_path: Path, shapes_path: Path) -> str:
+    return (
+        f"{quick_command} --summary-csv {shlex.quote(str(csv_path))} "
+        f"--shapes {shlex.quote(str(shapes_path))}"
+    )
+
+
+def run_harness(
+    quick_command: str, shapes: list[dict[str, Any]], cwd: Path, timeout_s: float, *, echo: bool
+) -> HarnessRun:
+    """Run the harness on SHAPES under the contract: --summary-csv, --shapes, exit 0/1/2."""
+    with tempfile.TemporaryDirectory(prefix="kgit-harness-") as scratch:
+        csv_path, shapes_path = Path(scratch) / "summary.csv", Path(scratch) / "shapes.json"
+        shapes_path.write_text(json.dumps(shapes, indent=1))
+        command = harness_command(quick_command, csv_path, shapes_path)
+        result = run_command(command, cwd, timeout_s, echo=echo)
+        csv = csv_path.read_bytes() if csv_path.is_file() else None
+    if result.returncode is None:
+        return HarnessRun("error", f"harness timed out after {timeout_s:g} s", csv, result)
+    if result.returncode == HARNESS_UNAVAILABLE:
+        return HarnessRun("unavailable", "harness says it cannot run here (exit 2)", csv, result)
+    if result.returncode not in (HARNESS_ALL_PASS, HARNESS_SOME_FAIL):
+        return HarnessRun("error", f"harness exited {result.returncode}", csv, result)
+    if csv is None:
+        return HarnessRun("error", "harness wrote no summary CSV", None, result)
+    return HarnessRun("ok", None, csv, result)

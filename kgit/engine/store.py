@@ -1,0 +1,162 @@
+"""A campaign as stored in git: the record ref (manifest, state, frozen harness copy), round and
+bench notes, gate notes on trees, and the refs that keep every round reachable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from kgit.errors import KgitError, UsageError
+from kgit.gitdoor import Repo
+from kgit.records.manifest import Manifest, manifest_from_stored
+from kgit.records.names import CampaignRefs, campaign_of_branch, validate_campaign_name
+from kgit.records.notes import CampaignState, GateNote, RoundNote
+
+MANIFEST_FILE = "manifest.yaml"
+STATE_FILE = "state.json"
+HARNESS_DIR = "harness"  # copies of protected_paths as frozen at baseline
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def list_campaigns(repo: Repo) -> list[str]:
+    names = []
+    for ref in repo.refs("refs/kgit/"):
+        parts = ref.split("/")
+        if len(parts) == 4 and parts[3] == "campaign":
+            names.append(parts[2])
+    return sorted(names)
+
+
+def resolve_campaign(repo: Repo, name: str | None) -> str:
+    """The campaign NAME, else the one of the checked-out kgit branch, else the only one."""
+    if name:
+        validate_campaign_name(name)
+        if name not in list_campaigns(repo):
+            raise UsageError(
+                f"no campaign named {name!r} in this repository",
+                hint="kgit status --all lists the campaigns; kgit init NAME creates one",
+            )
+        return name
+    from_branch = campaign_of_branch(repo.current_branch())
+    if from_branch:
+        return from_branch
+    names = list_campaigns(repo)
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise UsageError(
+            "no kgit campaign in this repository", hint="kgit init NAME --manifest FILE"
+        )
+    raise UsageError(
+        f"several campaigns here ({', '.join(names)}) and none is checked out",
+        hint="pass --campaign NAME (or set KGIT_CAMPAIGN)",
+    )
+
+
+@dataclass
+class Campaign:
+    """One campaign's stored record, read once per command."""
+
+    repo: Repo
+    refs: CampaignRefs
+    manifest: Manifest
+    state: CampaignState
+    record_sha: str  # the record ref's commit this was read from (for compare-and-swap)
+
+    @property
+    def name(self) -> str:
+        return self.refs.name
+
+    @classmethod
+    def load(cls, repo: Repo, name: str) -> Campaign:
+        refs = CampaignRefs(name)
+        sha = repo.rev_parse(refs.record)
+        if sha is None:
+            raise UsageError(f"no campaign named {name!r}", hint="kgit init NAME --manifest FILE")
+        tree = repo.read_tree_files(sha)
+        manifest = manifest_from_stored(tree[MANIFEST_FILE].decode())
+        return cls(repo, refs, manifest, CampaignState.from_json(tree[STATE_FILE]), sha)
+
+    # -- the record ref ------------------------------------------------------------------------
+
+    def save(self, message: str, extra_files: dict[str, bytes] | None = None) -> None:
+        """Write manifest and state as a new record commit (compare-and-swap on the ref).
+        Callers hold the write lock and have re-read the campaign under it."""
+        files = {
+            path: data
+            for path, data in self.repo.read_tree_files(self.record_sha).items()
+            if path not in (MANIFEST_FILE, STATE_FILE)
+        }
+        files.update(extra_files or {})
+        files[MANIFEST_FILE] = self.manifest.to_yaml().encode()
+        files[STATE_FILE] = self.state.to_json()
+        tree = self.repo.make_tree(files)
+        commit = self.repo.commit_tree(tree, [self.record_sha], f"kgit {self.name}: {message}\n")
+        self.repo.update_ref(self.refs.record, commit, self.record_sha, f"kgit: {message}")
+        self.record_sha = commit
+
+    @staticmethod
+    def create(repo: Repo, name: str, manifest: Manifest, base: str) -> Campaign:
+        refs = CampaignRefs(name)
+        state = CampaignState(name=name, base=base, created=now())
+        files = {MANIFEST_FILE: manifest.to_yaml().encode(), STATE_FILE: state.to_json()}
+        commit = repo.commit_tree(repo.make_tree(files), [], f"kgit {name}: campaign created\n")
+        repo.update_ref(refs.record, commit, None, "kgit: campaign created")
+        return Campaign(repo, refs, manifest, state, commit)
+
+    def reload(self) -> Campaign:
+        return Campaign.load(self.repo, self.name)
+
+    # -- refs ----------------------------------------------------------------------------------
+
+    def best_tip(self) -> str:
+        sha = self.repo.rev_parse(self.refs.best)
+        if sha is None:
+            raise KgitError(
+                f"the best line {self.refs.best} is missing",
+                hint=f"restore it: git update-ref {self.refs.best} <last accepted commit>",
+            )
+        return sha
+
+    def kept_rounds(self) -> dict[int, str]:
+        """Round number -> commit, for every round that was recorded."""
+        return {
+            int(ref.rsplit("/", 1)[1]): sha
+            for ref, sha in self.repo.refs(self.refs.kept_prefix).items()
+        }
+
+    # -- notes ---------------------------------------------------------------------------------
+
+    def write_round(self, commit: str, note: RoundNote) -> None:
+        self.repo.note_write(self.refs.round_notes, commit, note.to_text().encode())
+
+    def read_round(self, commit: str) -> RoundNote | None:
+        data = self.repo.note_read(self.refs.round_notes, commit)
+        return RoundNote.from_text(data) if data is not None else None
+
+    def all_rounds(self) -> list[tuple[str, RoundNote]]:
+        """(commit, note) of every recorded round, in round order: two git processes in all."""
+        listing = self.repo.notes_list(self.refs.round_notes)
+        blobs = self.repo.read_blobs(list(dict.fromkeys(listing.values())))
+        rounds = [(commit, RoundNote.from_text(blobs[blob])) for commit, blob in listing.items()]
+        # A round validated twice (a correctness fix) has a note on each commit; the round's
+        # record is the one on the commit its keep-ref points at.
+        kept = self.kept_rounds()
+        rounds = [(c, n) for c, n in rounds if n.campaign == self.name and kept.get(n.round) == c]
+        return sorted(rounds, key=lambda item: item[1].round)
+
+    def write_bench(self, commit: str, csv_bytes: bytes) -> None:
+        self.repo.note_write(self.refs.bench_notes, commit, csv_bytes)
+
+    def read_bench(self, commit: str) -> bytes | None:
+        return self.repo.note_read(self.refs.bench_notes, commit)
+
+    def write_gate(self, tree: str, note: GateNote) -> None:
+        self.repo.note_write(self.refs.gate_notes, tree, note.to_text().encode())
+
+    def read_gate(self, tree: str) -> GateNote | None:
+        data = self.repo.note_read(self.refs.gate_notes, tree)
+        return GateNote.from_text(data) if data is not None else None

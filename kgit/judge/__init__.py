@@ -1,0 +1,1 @@
+"""Judgement: scoring, the decision rules and shape selection. Pure functions over records."""

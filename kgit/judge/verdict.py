@@ -1,0 +1,116 @@
+"""The seed's mechanical decision rule and noise rule, as data: a decision and every reason.
+
+Rule 3: aggregate improved and no core shape down by the regression limit (5%) -> ACCEPTED;
+aggregate improved with some shapes down by less -> ACCEPTED (trade-off); otherwise ROLLED BACK.
+Noise rule: a gain under the noise band (2%) is re-measured (3 runs at least) and kept only if the
+mean gain is over 1% and its standard deviation under half of it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from kgit.judge.scoring import Score, geomean, pct
+from kgit.records.manifest import Thresholds
+from kgit.records.notes import ACCEPTED, ACCEPTED_TRADEOFF, ROLLED_BACK
+
+REMEASURE = "REMEASURE"  # not a decision: the engine runs the harness again
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: str
+    reasons: list[str]
+    aggregate: float
+    best_aggregate: float
+    gain_pct: float
+    shape_deltas: dict[str, float] = field(default_factory=dict)
+    run_gains_pct: list[float] = field(default_factory=list)
+
+    @property
+    def accepts(self) -> bool:
+        return self.decision in (ACCEPTED, ACCEPTED_TRADEOFF)
+
+
+def mean_values(runs: list[Score]) -> dict[str, float]:
+    """Per-shape mean over runs (shapes PASS in every run)."""
+    labels = set(runs[0].values)
+    for run in runs[1:]:
+        labels &= set(run.values)
+    return {label: statistics.fmean(run.values[label] for run in runs) for label in sorted(labels)}
+
+
+def _failures(runs: list[Score]) -> list[str]:
+    failing: list[str] = []
+    for index, run in enumerate(runs, 1):
+        failing += [f"shape {label}: Check FAIL (run {index})" for label in run.failing]
+    return failing
+
+
+def seed_verdict(runs: list[Score], best: dict[str, float], limits: Thresholds) -> Verdict:
+    """Decide a candidate from its runs (one or more) against the best line's per-shape values."""
+    failures = _failures(runs)
+    labels = [label for label in best if label in runs[0].values or label in runs[0].failing]
+    best_agg = geomean(best[label] for label in labels)
+    if failures:
+        return Verdict(
+            ROLLED_BACK, ["correctness gate: " + "; ".join(failures)], 0.0, best_agg, -100.0
+        )
+    cand = mean_values(runs)
+    missing = [label for label in labels if label not in cand]
+    if missing:
+        return Verdict(
+            ROLLED_BACK, [f"shapes not measured: {', '.join(missing)}"], 0.0, best_agg, -100.0
+        )
+    aggregate = geomean(cand[label] for label in labels)
+    gain = pct(aggregate, best_agg)
+    deltas = {label: pct(cand[label], best[label]) for label in labels}
+    gains = [pct(geomean(run.values[label] for label in labels), best_agg) for run in runs]
+
+    def verdict(decision: str, reasons: list[str]) -> Verdict:
+        return Verdict(decision, reasons, aggregate, best_agg, gain, deltas, gains)
+
+    if gain <= 0:
+        return verdict(ROLLED_BACK, [f"aggregate not improved: {gain:+.3f}% vs best"])
+    if gain < limits.noise_band_pct:
+        if len(runs) < limits.noise_min_runs:
+            return verdict(
+                REMEASURE,
+                [
+                    f"gain {gain:+.3f}% is under the {limits.noise_band_pct}% noise band: "
+                    f"re-measuring ({len(runs)} of {limits.noise_min_runs} runs)"
+                ],
+            )
+        mean = statistics.fmean(gains)
+        std = statistics.stdev(gains) if len(gains) > 1 else 0.0
+        noise = f"mean gain {mean:+.3f}% ± {std:.3f}% over {len(runs)} runs"
+        if mean <= limits.noise_min_mean_pct:
+            return verdict(
+                ROLLED_BACK, [f"within noise: {noise} (needs > {limits.noise_min_mean_pct}%)"]
+            )
+        if std >= limits.noise_max_std_ratio * mean:
+            return verdict(
+                ROLLED_BACK,
+                [
+                    f"within noise: {noise} (stddev must be under {limits.noise_max_std_ratio:g}× the gain)"
+                ],
+            )
+        noise_reason = [f"gain holds under re-measure: {noise}"]
+    else:
+        noise_reason = []
+    decision, reasons = _shape_rule(deltas, limits.core_regression_pct)
+    return verdict(decision, [f"aggregate improved: {gain:+.3f}% vs best", *noise_reason, *reasons])
+
+
+def _shape_rule(deltas: dict[str, float], limit: float) -> tuple[str, list[str]]:
+    """Rule 3 on per-shape deltas, once the aggregate is known to have improved."""
+    regressed = {label: d for label, d in deltas.items() if d <= -limit}
+    traded = {label: d for label, d in deltas.items() if -limit < d < 0}
+    if regressed:
+        worst = ", ".join(f"{label} {d:+.3f}%" for label, d in regressed.items())
+        return ROLLED_BACK, [f"core shape down ≥{limit:g}%: {worst}"]
+    if traded:
+        listed = ", ".join(f"{label} {d:+.3f}%" for label, d in traded.items())
+        return ACCEPTED_TRADEOFF, [f"trade-off, shapes down <{limit:g}%: {listed}"]
+    return ACCEPTED, ["no shape regressed"]

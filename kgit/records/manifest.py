@@ -1,0 +1,253 @@
+"""The campaign manifest: what DEFINE_TARGET collects, validated against a declared schema.
+
+Field names follow the seed's `manifest.yaml` where it has them; kgit adds `schema_version`,
+`rebuild_command`, `timeout_s`, `protected_paths`, `thresholds` and `acceptance_command`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import yaml
+
+from kgit.errors import UsageError
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+MANIFEST_VERSION = 1
+
+# The metrics kgit knows how to aggregate. Any other column of the frozen CSV may be named
+# (a "custom" metric, higher is better): see README, "Metrics".
+KNOWN_METRICS = ("Forward TFLOPS", "Combined Step TFLOPS", "Forward GB/s", "Backward GB/s")
+
+MAX_ITERATIONS_LIMIT = 120  # the seed: max_iterations must stay below 120
+
+_SHAPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["label"],
+    "properties": {
+        "label": {"type": "string", "minLength": 1, "pattern": r"^[^,\r\n]+$"},
+        "B": {"type": "integer", "minimum": 1},
+        "M": {"type": "integer", "minimum": 1},
+        "N": {"type": "integer", "minimum": 1},
+        "K": {"type": "integer", "minimum": 1},
+        "dtype": {"type": "string"},
+    },
+}
+
+_THRESHOLDS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "core_regression_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+        "noise_band_pct": {"type": "number", "minimum": 0, "maximum": 100},
+        "noise_min_runs": {"type": "integer", "minimum": 1, "maximum": 50},
+        "noise_min_mean_pct": {"type": "number", "minimum": 0, "maximum": 100},
+        "noise_max_std_ratio": {"type": "number", "exclusiveMinimum": 0},
+    },
+}
+
+_STRING_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_COMMAND = {"type": "string", "minLength": 1}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "target_op",
+        "target_backend",
+        "primary_metric",
+        "target_shapes",
+        "test_command",
+        "quick_command",
+    ],
+    "properties": {
+        "schema_version": {"type": "integer", "minimum": 1},
+        "target_op": {"type": "string", "minLength": 1},
+        "target_backend": {"type": "string", "minLength": 1},
+        "target_lang": {"type": "string"},
+        "target_gpu": {"type": "string"},
+        "execution_mode": {"enum": ["repo-mode", "workspace-mode"]},
+        "project_skill": {"type": ["string", "null"]},
+        "performance_target": {"type": ["number", "string", "null"]},
+        "primary_metric": {"type": "string", "minLength": 1},
+        "target_shapes": {"type": "array", "minItems": 1, "items": _SHAPE_SCHEMA},
+        "kernel_source": {"anyOf": [{"type": "string", "minLength": 1}, _STRING_LIST]},
+        "test_command": _COMMAND,
+        "benchmark_command": {"type": ["string", "null"]},
+        "quick_command": _COMMAND,
+        "acceptance_command": {"type": ["string", "null"]},
+        "rebuild_command": {"type": ["string", "null"]},
+        "representative_shapes": {"type": "array", "items": {"type": "string"}},
+        "max_iterations": {"type": "integer", "minimum": 1, "maximum": MAX_ITERATIONS_LIMIT - 1},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "protected_paths": _STRING_LIST,
+        "decision_policy": {"enum": ["seed"]},
+        "thresholds": _THRESHOLDS_SCHEMA,
+    },
+}
+
+# What to tell the user when a key is wrong, by top-level key.
+_HINTS = {
+    "primary_metric": "one of " + ", ".join(KNOWN_METRICS) + ", or a numeric column of your CSV",
+    "max_iterations": f"a whole number from 1 to {MAX_ITERATIONS_LIMIT - 1} (the seed's limit)",
+    "target_shapes": "a list of shapes, each with a unique `label` (GEMM: integer M, N, K, "
+    "optional B, dtype)",
+    "execution_mode": "repo-mode (Triton, small C++ changes) or workspace-mode (new C++ kernel)",
+    "thresholds": "keys: core_regression_pct, noise_band_pct, noise_min_runs, "
+    "noise_min_mean_pct, noise_max_std_ratio",
+    "kernel_source": "a path or a list of paths to the kernel files, relative to the repo root",
+    "decision_policy": "`seed` (the seed's mechanical rule)",
+}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The seed's decision thresholds (its iteration rule 3 and noise rule)."""
+
+    core_regression_pct: float = 5.0
+    noise_band_pct: float = 2.0
+    noise_min_runs: int = 3
+    noise_min_mean_pct: float = 1.0
+    noise_max_std_ratio: float = 0.5
+
+
+@dataclass(frozen=True)
+class Manifest:
+    target_op: str
+    target_backend: str
+    primary_metric: str
+    target_shapes: list[dict[str, Any]]
+    test_command: str
+    quick_command: str
+    schema_version: int = MANIFEST_VERSION
+    target_lang: str = ""
+    target_gpu: str = ""
+    execution_mode: str = "repo-mode"
+    project_skill: str | None = None
+    performance_target: float | str | None = None
+    kernel_source: list[str] = field(default_factory=list)
+    benchmark_command: str | None = None
+    acceptance_command: str | None = None
+    rebuild_command: str | None = None
+    representative_shapes: list[str] = field(default_factory=list)
+    max_iterations: int = 50
+    timeout_s: float = 1800.0
+    protected_paths: list[str] = field(default_factory=list)
+    decision_policy: str = "seed"
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def shape_labels(self) -> list[str]:
+        return [shape["label"] for shape in self.target_shapes]
+
+    def shapes_for(self, labels: list[str]) -> list[dict[str, Any]]:
+        wanted = set(labels)
+        return [shape for shape in self.target_shapes if shape["label"] in wanted]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+
+def harness_paths(quick_command: str) -> list[str]:
+    """Files the quick command names (scripts it runs): the default `protected_paths`."""
+    try:
+        words = shlex.split(quick_command)
+    except ValueError:
+        return []
+    return [w for w in words if w.endswith((".py", ".sh")) and not w.startswith("-")]
+
+
+def _key_path(path: Any) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _schema_errors(data: dict[str, Any]) -> list[str]:
+    # jsonschema pulls in ~100 ms of imports: only manifests being validated pay for it.
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    problems = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+        key = _key_path(error.absolute_path)
+        top = str(error.absolute_path[0]) if error.absolute_path else ""
+        hint = _HINTS.get(top)
+        problems.append(f"{key}: {error.message}" + (f" (expected {hint})" if hint else ""))
+    return problems
+
+
+def _semantic_errors(data: dict[str, Any]) -> list[str]:
+    problems = []
+    labels = [s.get("label") for s in data.get("target_shapes", []) if isinstance(s, dict)]
+    seen: set[Any] = set()
+    for index, label in enumerate(labels):
+        if label in seen:
+            problems.append(f"target_shapes[{index}].label: duplicate label {label!r}")
+        seen.add(label)
+    for index, label in enumerate(data.get("representative_shapes") or []):
+        if label not in seen:
+            problems.append(
+                f"representative_shapes[{index}]: {label!r} is not a label of target_shapes"
+            )
+    return problems
+
+
+def _load_yaml(text: str, source: str) -> dict[str, Any]:
+    try:
+        data = yaml.load(text, Loader=_SafeLoader)
+    except yaml.YAMLError as exc:
+        raise UsageError(
+            f"{source} is not valid YAML: {exc}", hint="check the indentation"
+        ) from None
+    if not isinstance(data, dict):
+        raise UsageError(
+            f"{source} must be a YAML mapping of fields", hint="see templates/manifest.yaml"
+        )
+    version = data.get("schema_version", MANIFEST_VERSION)
+    if isinstance(version, int) and version > MANIFEST_VERSION:
+        raise UsageError(
+            f"{source} has schema_version {version}; this kgit reads up to {MANIFEST_VERSION}",
+            hint="upgrade kgit (pip install -U kgit)",
+        )
+    return data
+
+
+def _build(data: dict[str, Any]) -> Manifest:
+    fields = {k: v for k, v in data.items() if k in SCHEMA["properties"]}
+    fields["schema_version"] = MANIFEST_VERSION
+    if isinstance(fields.get("kernel_source"), str):
+        fields["kernel_source"] = [fields["kernel_source"]]
+    fields["thresholds"] = Thresholds(**(fields.get("thresholds") or {}))
+    for key in ("representative_shapes", "protected_paths"):
+        fields[key] = list(fields.get(key) or [])
+    if not fields["protected_paths"]:
+        fields["protected_paths"] = harness_paths(fields["quick_command"])
+    return Manifest(**fields)
+
+
+def parse_manifest(text: str, source: str = "manifest") -> tuple[Manifest, list[str]]:
+    """Validate a manifest's YAML text. Returns the manifest and warnings (unknown keys)."""
+    data = _load_yaml(text, source)
+    problems = _schema_errors(data) + _semantic_errors(data)
+    if problems:
+        raise UsageError(
+            f"{source} is invalid:\n  " + "\n  ".join(problems),
+            hint="fix the keys named above; templates/manifest.yaml documents every field",
+        )
+    warnings = [
+        f"{source}: unknown key {key!r} ignored" for key in data if key not in SCHEMA["properties"]
+    ]
+    return _build(data), warnings
+
+
+def manifest_from_stored(text: str) -> Manifest:
+    """A manifest kgit stored itself: validated when it was stored, so only its version is
+    checked here (an older one would be upgraded by code at this point)."""
+    return _build(_load_yaml(text, "stored manifest"))

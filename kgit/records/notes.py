@@ -1,0 +1,193 @@
+"""Stored formats: the round note, the gate note and the campaign state. Each carries
+`schema_version`; an older one is upgraded here, a newer one is refused with "upgrade kgit".
+
+The round note is YAML because people read it in `git log --notes=kgit/<campaign>/rounds`: one
+`key: value` per line, per-shape results one flow mapping per line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import yaml
+
+from kgit.errors import KgitError
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+NOTE_VERSION = 1
+STATE_VERSION = 1
+
+# Round statuses. The three decisions are the seed's own words.
+BASELINE = "BASELINE"
+VALIDATED = "VALIDATED"
+ERROR = "ERROR"
+ACCEPTED = "ACCEPTED"
+ACCEPTED_TRADEOFF = "ACCEPTED (trade-off)"
+ROLLED_BACK = "ROLLED BACK"
+ACCEPTING = (ACCEPTED, ACCEPTED_TRADEOFF)
+
+
+def _check_version(data: dict[str, Any], current: int, what: str) -> None:
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise KgitError(f"stored {what} has no schema_version", hint="was it written by kgit?")
+    if version > current:
+        raise KgitError(
+            f"stored {what} has schema_version {version}; this kgit reads up to {current}",
+            hint="upgrade kgit (pip install -U kgit)",
+        )
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _tidy(value: Any) -> Any:
+    """Drop empty fields and round floats to 6 significant digits, for people reading
+    `git log --notes`; the byte-exact measurements are in the bench note."""
+    if isinstance(value, dict):
+        return {k: _tidy(v) for k, v in value.items() if v not in (None, [], {})}
+    if isinstance(value, list):
+        return [_tidy(v) for v in value]
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    return value
+
+
+@dataclass
+class ShapeResult:
+    label: str
+    check: str
+    value: float | None  # primary metric (mean over runs), None when the shape did not PASS
+    best: float | None = None
+    delta_pct: float | None = None  # vs best
+    vs_baseline_pct: float | None = None
+
+
+@dataclass
+class RoundNote:
+    """Everything kgit knows about one round, attached to the round's commit."""
+
+    campaign: str
+    round: int
+    status: str
+    hypothesis: str
+    metric: str
+    schema_version: int = NOTE_VERSION
+    level: str = "quick"  # quick: representative shapes; full: all target shapes
+    parent: str | None = None  # the best line's tip the round started from
+    decision: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    aggregate: float | None = None
+    best_aggregate: float | None = None
+    baseline_aggregate: float | None = None
+    delta_vs_best_pct: float | None = None
+    delta_vs_baseline_pct: float | None = None
+    run_aggregates: list[float] = field(default_factory=list)
+    shapes: list[ShapeResult] = field(default_factory=list)
+    diagnostics: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    hashes: dict[str, Any] = field(default_factory=dict)
+    started_at: str | None = None
+    validated_at: str | None = None
+    decided_at: str | None = None
+    rollback_reason: str | None = None
+    harness_tail: str | None = None
+
+    def to_text(self) -> str:
+        data = _tidy({"kgit": "round", **asdict(self)})
+        body: str = yaml.dump(
+            data,
+            Dumper=_SafeDumper,
+            sort_keys=False,
+            default_flow_style=None,
+            width=100,
+            allow_unicode=True,
+        )
+        return body
+
+    @classmethod
+    def from_text(cls, text: bytes | str) -> RoundNote:
+        data = yaml.load(text, Loader=_SafeLoader)
+        if not isinstance(data, dict) or data.get("kgit") != "round":
+            raise KgitError("a note under the rounds ref is not a kgit round note")
+        _check_version(data, NOTE_VERSION, "round note")
+        shapes = [ShapeResult(**_known(ShapeResult, s)) for s in data.get("shapes") or []]
+        note = cls(**_known(cls, {**data, "shapes": shapes}))
+        return note
+
+    @property
+    def accepted(self) -> bool:
+        return self.status in ACCEPTING or self.status == BASELINE
+
+    def values(self) -> dict[str, float]:
+        """Primary metric per PASS shape."""
+        return {s.label: s.value for s in self.shapes if s.value is not None}
+
+
+@dataclass
+class GateNote:
+    """The commit gate's result, attached to the tree that was tested."""
+
+    campaign: str
+    passed: bool
+    command: str
+    seconds: float
+    at: str
+    schema_version: int = NOTE_VERSION
+    output_tail: str | None = None
+
+    def to_text(self) -> str:
+        return json.dumps({"kgit": "gate", **asdict(self)}, indent=1) + "\n"
+
+    @classmethod
+    def from_text(cls, text: bytes | str) -> GateNote:
+        data = json.loads(text)
+        _check_version(data, NOTE_VERSION, "gate note")
+        return cls(**_known(cls, data))
+
+
+@dataclass
+class OpenRound:
+    number: int
+    hypothesis: str
+    parent: str
+    started_at: str
+
+
+@dataclass
+class CampaignState:
+    """The campaign's mutable facts, in `state.json` of the campaign record ref."""
+
+    name: str
+    base: str  # the commit the campaign started from
+    created: str
+    schema_version: int = STATE_VERSION
+    next_round: int = 2  # round-1 is the baseline
+    open_round: OpenRound | None = None
+    frozen_header: list[str] | None = None
+    protected: dict[str, str | None] = field(default_factory=dict)  # path -> blob sha at baseline
+    representative: list[str] = field(default_factory=list)
+    inactive: list[str] = field(default_factory=list)  # shapes failing at baseline
+    finished: bool = False
+
+    def to_json(self) -> bytes:
+        return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> CampaignState:
+        raw = json.loads(data)
+        _check_version(raw, STATE_VERSION, "campaign state")
+        open_round = raw.get("open_round")
+        raw["open_round"] = OpenRound(**open_round) if open_round else None
+        return cls(**_known(cls, raw))
+
+    @property
+    def baselined(self) -> bool:
+        return self.frozen_header is not None

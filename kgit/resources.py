@@ -1,0 +1,23 @@
+"""Where the files shipped beside the code live: hooks/, templates/ and the example kernels.
+
+In a wheel, hooks/ and templates/ are inside the package as kgit/_data/ (pyproject's
+force-include); in a source checkout or an editable install they sit at the repository's top.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    """The folder NAME ("hooks" or "templates")."""
+    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"kgit's {name}/ folder is missing from this installation")
+
+
+def examples_dir() -> Path:
+    return _PACKAGE / "examples"

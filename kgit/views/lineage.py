@@ -1,0 +1,240 @@
+"""Read-only views of a campaign: `kgit status`, `kgit log`, `kgit show`.
+
+Each view is data first (a dict or a list of dicts, the `--json` output) and text second.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgit.engine.store import Campaign
+from kgit.judge.scoring import pct
+from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
+
+# Iteration rule 7: what to do after N consecutive rollbacks.
+ESCALATION = {
+    1: "try a different approach",
+    2: "re-profile the kernel (stagnation review due)",
+    3: "read the ISA / generated assembly",
+}
+ESCALATION_MAX = "compare with state-of-the-art kernels"
+
+
+def consecutive_rollbacks(notes: list[RoundNote]) -> int:
+    count = 0
+    for note in reversed(notes):
+        if note.status == ROLLED_BACK:
+            count += 1
+        elif note.status in ACCEPTING or note.status == BASELINE:
+            break
+    return count
+
+
+def escalation(count: int) -> str | None:
+    if count == 0:
+        return None
+    return ESCALATION.get(count, ESCALATION_MAX)
+
+
+def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
+    """The whole lineage, rejected rounds included."""
+    baseline = rounds[0][1] if rounds and rounds[0][1].status == BASELINE else None
+    rows = []
+    for commit, note in rounds:
+        vs_base = note.delta_vs_baseline_pct
+        if vs_base is None and baseline and note.aggregate and baseline.aggregate:
+            vs_base = 0.0 if note is baseline else pct(note.aggregate, baseline.aggregate)
+        rows.append(
+            {
+                "round": note.round,
+                "status": note.status,
+                "hypothesis": note.hypothesis,
+                "aggregate": note.aggregate,
+                "delta_vs_baseline_pct": vs_base,
+                "delta_vs_best_pct": note.delta_vs_best_pct,
+                "level": note.level,
+                "commit": commit,
+                "decided_at": note.decided_at,
+            }
+        )
+    return rows
+
+
+def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
+    rounds = campaign.all_rounds()
+    notes = [n for _, n in rounds]
+    best_tip = campaign.best_tip()
+    best_note = next((n for c, n in rounds if c == best_tip), None)
+    open_round = campaign.state.open_round
+    stall = consecutive_rollbacks(notes)
+    data: dict[str, Any] = {
+        "campaign": campaign.name,
+        "target": {
+            "op": campaign.manifest.target_op,
+            "backend": campaign.manifest.target_backend,
+            "gpu": campaign.manifest.target_gpu,
+            "metric": campaign.manifest.primary_metric,
+        },
+        "branch": branch,
+        "baselined": campaign.state.baselined,
+        "finished": campaign.state.finished,
+        "best": {
+            "ref": campaign.refs.best,
+            "commit": best_tip,
+            "round": best_note.round if best_note else None,
+            "aggregate": best_note.aggregate if best_note else None,
+        },
+        "baseline_aggregate": notes[0].aggregate if notes else None,
+        "rounds_recorded": len(notes),
+        "accepted": sum(n.status in ACCEPTING for n in notes),
+        "rolled_back": sum(n.status == ROLLED_BACK for n in notes),
+        "next_round": campaign.state.next_round,
+        "max_iterations": campaign.manifest.max_iterations,
+        "representative_shapes": campaign.state.representative,
+        "open_round": None,
+        "consecutive_rollbacks": stall,
+        "stagnation_review_due": stall >= 2,
+        "escalation": escalation(stall),
+    }
+    if open_round:
+        tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
+        note = next((n for c, n in rounds if c == tip), None)
+        data["open_round"] = {
+            "round": open_round.number,
+            "hypothesis": open_round.hypothesis,
+            "branch": campaign.refs.round_branch(open_round.number),
+            "has_commit": tip != open_round.parent,
+            "verdict": note.decision if note else None,
+        }
+    data["next_step"] = next_step(data)
+    return data
+
+
+def next_step(data: dict[str, Any]) -> str:
+    if not data["baselined"]:
+        return "kgit baseline"
+    if data["finished"]:
+        return "the campaign is finished: kgit log"
+    current = data["open_round"]
+    if current is None:
+        return 'kgit round start "HYPOTHESIS"'
+    if not current["has_commit"]:
+        return "edit the kernel, then git commit (the hook gates it)"
+    if current["verdict"] is None:
+        return "kgit round validate"
+    if current["verdict"] in ACCEPTING:
+        return "kgit round accept"
+    return 'kgit round rollback --reason "..."'
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}%"
+
+
+def render_status(data: dict[str, Any]) -> str:
+    target = data["target"]
+    best = data["best"]
+    lines = [
+        f"campaign  {data['campaign']}  ({target['op']}, {target['backend']}"
+        + (f", {target['gpu']}" if target["gpu"] else "")
+        + f"; metric {target['metric']})",
+        f"best      {best['ref'].removeprefix('refs/heads/')} at {best['commit'][:10]}"
+        + (
+            f", round-{best['round']}, aggregate {_num(best['aggregate'])}" if best["round"] else ""
+        ),
+        f"rounds    {data['rounds_recorded']} recorded: {data['accepted']} accepted, "
+        f"{data['rolled_back']} rolled back; next is round-{data['next_round']} "
+        f"(max_iterations {data['max_iterations']})",
+    ]
+    if data["open_round"]:
+        current = data["open_round"]
+        lines.append(
+            f"open      round-{current['round']}: {current['hypothesis']}"
+            + (f" [verdict: {current['verdict']}]" if current["verdict"] else "")
+        )
+    if data["stagnation_review_due"]:
+        lines.append(
+            f"warning   {data['consecutive_rollbacks']} rollbacks in a row: stagnation "
+            f"review due; escalate: {data['escalation']}"
+        )
+    elif data["escalation"]:
+        lines.append(f"note      last round rolled back; next: {data['escalation']}")
+    if data["finished"]:
+        lines.append("finished  yes")
+    lines.append(f"next      {data['next_step']}")
+    return "\n".join(lines)
+
+
+def render_log(rows: list[dict[str, Any]]) -> str:
+    from tabulate import tabulate
+
+    table = [
+        [
+            f"round-{r['round']}",
+            r["status"],
+            r["commit"][:10],
+            _num(r["aggregate"]),
+            _signed(r["delta_vs_baseline_pct"]),
+            _signed(r["delta_vs_best_pct"]),
+            r["hypothesis"][:60],
+        ]
+        for r in rows
+    ]
+    headers = ["round", "status", "commit", "aggregate", "vs baseline", "vs best", "hypothesis"]
+    return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def show_data(campaign: Campaign, number: int) -> dict[str, Any] | None:
+    commit = campaign.kept_rounds().get(number)
+    if commit is None:
+        return None
+    note = campaign.read_round(commit)
+    if note is None:
+        return None
+    csv = campaign.read_bench(commit)
+    return {"commit": commit, "note": note, "csv": csv.decode(errors="replace") if csv else None}
+
+
+def render_show(data: dict[str, Any]) -> str:
+    note: RoundNote = data["note"]
+    lines = [
+        f"round-{note.round}  {note.status}  ({data['commit'][:10]}, {note.level} validation)",
+        f"Hypothesis: {note.hypothesis}",
+        f"Decision:   {note.decision or '-'}",
+    ]
+    lines += [f"  - {reason}" for reason in note.reasons]
+    if note.rollback_reason:
+        lines.append(f"Rollback reason: {note.rollback_reason}")
+    lines.append(
+        f"Aggregate ({note.metric}): {_num(note.aggregate)}  vs best "
+        f"{_signed(note.delta_vs_best_pct)}  vs baseline {_signed(note.delta_vs_baseline_pct)}"
+    )
+    if note.shapes:
+        from tabulate import tabulate
+
+        rows = [
+            [
+                s.label,
+                s.check,
+                _num(s.value),
+                _num(s.best),
+                _signed(s.delta_pct),
+                _signed(s.vs_baseline_pct),
+            ]
+            for s in note.shapes
+        ]
+        lines.append(
+            tabulate(
+                rows,
+                headers=["shape", "check", note.metric, "best", "vs best", "vs baseline"],
+                tablefmt="github",
+                disable_numparse=True,
+            )
+        )
+    if note.harness_tail:
+        lines += ["Harness output (tail):", note.harness_tail]
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""Shared fixtures: real git repositories in tmp_path with a fake kernel, test and harness."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+MANIFEST = """\
+target_op: gemm
+target_backend: FAKE
+target_gpu: CPU
+primary_metric: Forward TFLOPS
+kernel_source: kernel.txt
+test_command: {python} check.py
+quick_command: {python} harness.py
+timeout_s: 30
+target_shapes:
+  - {{label: s64, M: 64, N: 64, K: 64}}
+  - {{label: s128, M: 128, N: 128, K: 128}}
+  - {{label: s256, M: 256, N: 256, K: 256}}
+  - {{label: s512, M: 512, N: 512, K: 512}}
+  - {{label: s1024, M: 1024, N: 1024, K: 1024}}
+  - {{label: s2048, M: 2048, N: 2048, K: 2048}}
+"""
+
+CHECK = """\
+import sys
+from pathlib import Path
+text = Path("kernel.txt").read_text()
+if "BUG" in text:
+    print("test_kernel: FAILED (kernel.txt has a BUG)")
+    sys.exit(1)
+print("test_kernel: passed")
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc.stdout.strip()
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests never read the developer's git config, and always have an identity."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    (tmp_path / "gitconfig").write_text(
+        "[user]\n\tname = Kernel Engineer\n\temail = dev@example.com\n"
+        "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
+    )
+
+
+@pytest.fixture
+def kernel_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository with a fake kernel, its test, the fake harness and a manifest (untracked)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "kernel.txt").write_text("speed: 100\n")
+    (repo / "check.py").write_text(CHECK)
+    shutil.copy(HERE / "fake_harness.py", repo / "harness.py")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "kernel, test and harness")
+    (repo / "manifest.yaml").write_text(MANIFEST.format(python=sys.executable))
+    monkeypatch.chdir(repo)
+    return repo
