@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +29,14 @@ class Ctx:
     def __init__(self, campaign: str | None, quiet: bool) -> None:
         self.campaign_name = campaign
         self.quiet = quiet
+        self._repo: Repo | None = None
 
     def repo(self) -> Repo:
         from kgit.gitdoor import open_repo
 
-        return open_repo()
+        if self._repo is None:
+            self._repo = open_repo()
+        return self._repo
 
     def campaign(self) -> Campaign:
         from kgit.engine.store import Campaign, resolve_campaign
@@ -125,30 +126,20 @@ def init(obj: Ctx, name: str, manifest_file: Path | None, as_json: bool, **overr
     refs/kgit/NAME/campaign, installs the commit gate (chaining any existing hook)
     and tells git to carry kgit's notes through amend and rebase.
     """
-    import yaml
-
     from kgit.engine.setup import init_campaign
     from kgit.records.manifest import parse_manifest
 
-    fields: dict[str, Any] = {}
-    source = "command-line fields"
+    text, source = "", "command-line fields"
     if manifest_file is not None:
         try:
             text = manifest_file.read_text()
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(
-                f"cannot read {manifest_file}: {exc.strerror}",
-                hint="pass the path of a manifest.yaml",
+                f"cannot read {manifest_file}: {exc}", hint="pass the path of a manifest.yaml"
             ) from None
-        loaded = yaml.safe_load(text) if text.strip() else {}
-        fields = loaded if isinstance(loaded, dict) else {"": loaded}
         source = str(manifest_file)
-    fields.update({k: v for k, v in overrides.items() if v is not None})
-    if "" in fields:
-        raise UsageError(
-            f"{source} must be a YAML mapping of fields", hint="see templates/manifest.yaml"
-        )
-    manifest, warnings = parse_manifest(yaml.safe_dump(fields), source)
+    fields = {k: v for k, v in overrides.items() if v is not None}
+    manifest, warnings = parse_manifest(text, source, fields)
     for warning in warnings:
         obj.say(f"warning: {warning}")
     result = init_campaign(obj.repo(), name, manifest)
@@ -352,6 +343,9 @@ def hook(name: str, args: tuple[str, ...]) -> None:
 
 
 def _crash_log(exc: BaseException) -> str | None:
+    import traceback
+    from datetime import datetime
+
     try:
         from kgit.gitdoor import open_repo
 

@@ -153,21 +153,33 @@ class Repo:
     def read_blob(self, sha: str) -> bytes:
         return self.git("cat-file", "blob", sha)
 
-    def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
-        """Many blobs through one `git cat-file --batch` process."""
-        if not shas:
-            return {}
-        out = self.git("cat-file", "--batch", input="".join(f"{s}\n" for s in shas).encode())
-        blobs: dict[str, bytes] = {}
+    def read_objects(self, names: Sequence[str]) -> list[tuple[str, bytes] | None]:
+        """(sha, content) of each object name (a sha, `ref`, `rev:path`), None where missing,
+        through one `git cat-file --batch` process."""
+        if not names:
+            return []
+        out = self.git("cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
+        objects: list[tuple[str, bytes] | None] = []
         pos = 0
-        for sha in shas:
+        for _ in names:
             end = out.index(b"\n", pos)
             header = out[pos:end].decode().split()
-            if len(header) < 3 or header[1] == "missing":
-                raise GitError(f"object {sha} is missing from the repository")
+            if len(header) < 3 or header[-1] == "missing":
+                objects.append(None)
+                pos = end + 1
+                continue
             size = int(header[2])
-            blobs[sha] = out[end + 1 : end + 1 + size]
+            objects.append((header[0], out[end + 1 : end + 1 + size]))
             pos = end + 1 + size + 1
+        return objects
+
+    def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
+        """Many blobs through one `git cat-file --batch` process."""
+        blobs: dict[str, bytes] = {}
+        for sha, found in zip(shas, self.read_objects(shas), strict=True):
+            if found is None:
+                raise GitError(f"object {sha} is missing from the repository")
+            blobs[sha] = found[1]
         return blobs
 
     def make_tree(self, files: Mapping[str, bytes]) -> str:
@@ -244,10 +256,9 @@ class Repo:
 
     def notes_list(self, notes_ref: str) -> dict[str, str]:
         """Annotated object sha -> note blob sha, for every note under NOTES_REF."""
-        if self.rev_parse(notes_ref) is None:
-            return {}
         result: dict[str, str] = {}
-        for line in self.text("notes", f"--ref={notes_ref}", "list").splitlines():
+        # A notes ref that does not exist yet lists nothing (and exits non-zero).
+        for line in self.text("notes", f"--ref={notes_ref}", "list", check=False).splitlines():
             blob, target = line.split()
             result[target] = blob
         return result

@@ -73,3 +73,52 @@ def kernel_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (repo / "manifest.yaml").write_text(MANIFEST.format(python=sys.executable))
     monkeypatch.chdir(repo)
     return repo
+
+
+class KgitResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> object:
+        import json
+
+        return json.loads(self.out)
+
+    def __repr__(self) -> str:
+        return f"<exit {self.code}\nstdout:\n{self.out}\nstderr:\n{self.err}>"
+
+
+def run_kgit(*args: str) -> KgitResult:
+    """kgit in process, through click's runner, with the CLI's own error handling (main)."""
+    from click.testing import CliRunner
+
+    from kgit.cli import main
+
+    with CliRunner().isolation() as (out, err, _):
+        code = main(list(args))
+    return KgitResult(code, out.getvalue().decode(), err.getvalue().decode())
+
+
+def commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """A real `git commit -a` (hooks run), as a user would type it."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")
+    }
+    return subprocess.run(
+        ["git", "commit", "-q", "-a", "-m", message, *extra],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture
+def campaign(kernel_repo: Path) -> Path:
+    """kernel_repo with campaign `c1` initialised and its baseline recorded."""
+    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+    result = run_kgit("baseline")
+    assert result.code == 0, result
+    return kernel_repo

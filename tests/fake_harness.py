@@ -59,7 +59,11 @@ def main() -> int:
             f"{label},{b},{m},{n},{k},PASS,{speed:.6f},{speed * 0.01:.6f},{speed:.6f},"
             f"{speed * 0.01:.6f},{fwd_ms:.9f},{bwd_ms:.9f},50.0,50.0,50.0"
         )
-    Path(args.summary_csv).write_bytes((end.join(lines) + end).encode())
+    # CRLF mode: CRLF everywhere, and a trailing blank after each data row's last number.
+    text = (
+        lines[0] + ("\r\n" if "crlf" in flags else "\n") + "".join(line + end for line in lines[1:])
+    )
+    Path(args.summary_csv).write_bytes(text.encode())
     print(f"all_pass: {str(not failing).lower()}")
     return int(settings.get("exit", 1 if failing else 0))
 

@@ -194,7 +194,9 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         while True:
             runs.append(measure(campaign, shapes, frozen, say, echo=echo))
             verdict = seed_verdict(
-                [r.score for r in runs], {label: best[label] for label in labels}, campaign.manifest.thresholds
+                [r.score for r in runs],
+                {label: best[label] for label in labels},
+                campaign.manifest.thresholds,
             )
             if verdict.decision != REMEASURE:
                 break

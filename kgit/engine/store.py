@@ -3,14 +3,18 @@ bench notes, gate notes on trees, and the refs that keep every round reachable."
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, manifest_from_stored
 from kgit.records.names import CampaignRefs, campaign_of_branch, validate_campaign_name
-from kgit.records.notes import CampaignState, GateNote, RoundNote
+from kgit.records.notes import NOTE_VERSION, CampaignState, GateNote, RoundNote
 
 MANIFEST_FILE = "manifest.yaml"
 STATE_FILE = "state.json"
@@ -65,6 +69,7 @@ class Campaign:
     manifest: Manifest
     state: CampaignState
     record_sha: str  # the record ref's commit this was read from (for compare-and-swap)
+    best_at_load: str | None = None  # for views; writers re-read it under the lock
 
     @property
     def name(self) -> str:
@@ -73,12 +78,24 @@ class Campaign:
     @classmethod
     def load(cls, repo: Repo, name: str) -> Campaign:
         refs = CampaignRefs(name)
-        sha = repo.rev_parse(refs.record)
-        if sha is None:
+        record, manifest, state, best = repo.read_objects(
+            [
+                refs.record,
+                f"{refs.record}:{MANIFEST_FILE}",
+                f"{refs.record}:{STATE_FILE}",
+                refs.best,
+            ]
+        )
+        if record is None or manifest is None or state is None:
             raise UsageError(f"no campaign named {name!r}", hint="kgit init NAME --manifest FILE")
-        tree = repo.read_tree_files(sha)
-        manifest = manifest_from_stored(tree[MANIFEST_FILE].decode())
-        return cls(repo, refs, manifest, CampaignState.from_json(tree[STATE_FILE]), sha)
+        return cls(
+            repo,
+            refs,
+            manifest_from_stored(manifest[1].decode()),
+            CampaignState.from_json(state[1]),
+            record[0],
+            best[0] if best else None,
+        )
 
     # -- the record ref ------------------------------------------------------------------------
 
@@ -91,7 +108,7 @@ class Campaign:
             if path not in (MANIFEST_FILE, STATE_FILE)
         }
         files.update(extra_files or {})
-        files[MANIFEST_FILE] = self.manifest.to_yaml().encode()
+        files[MANIFEST_FILE] = self.manifest.to_stored_text().encode()
         files[STATE_FILE] = self.state.to_json()
         tree = self.repo.make_tree(files)
         commit = self.repo.commit_tree(tree, [self.record_sha], f"kgit {self.name}: {message}\n")
@@ -102,10 +119,10 @@ class Campaign:
     def create(repo: Repo, name: str, manifest: Manifest, base: str) -> Campaign:
         refs = CampaignRefs(name)
         state = CampaignState(name=name, base=base, created=now())
-        files = {MANIFEST_FILE: manifest.to_yaml().encode(), STATE_FILE: state.to_json()}
+        files = {MANIFEST_FILE: manifest.to_stored_text().encode(), STATE_FILE: state.to_json()}
         commit = repo.commit_tree(repo.make_tree(files), [], f"kgit {name}: campaign created\n")
         repo.update_ref(refs.record, commit, None, "kgit: campaign created")
-        return Campaign(repo, refs, manifest, state, commit)
+        return Campaign(repo, refs, manifest, state, commit, None)
 
     def reload(self) -> Campaign:
         return Campaign.load(self.repo, self.name)
@@ -140,8 +157,8 @@ class Campaign:
     def all_rounds(self) -> list[tuple[str, RoundNote]]:
         """(commit, note) of every recorded round, in round order: two git processes in all."""
         listing = self.repo.notes_list(self.refs.round_notes)
-        blobs = self.repo.read_blobs(list(dict.fromkeys(listing.values())))
-        rounds = [(commit, RoundNote.from_text(blobs[blob])) for commit, blob in listing.items()]
+        notes = NoteCache(self.repo, self.name).parse(listing.values())
+        rounds = [(commit, notes[blob]) for commit, blob in listing.items()]
         # A round validated twice (a correctness fix) has a note on each commit; the round's
         # record is the one on the commit its keep-ref points at.
         kept = self.kept_rounds()
@@ -160,3 +177,44 @@ class Campaign:
     def read_gate(self, tree: str) -> GateNote | None:
         data = self.repo.note_read(self.refs.gate_notes, tree)
         return GateNote.from_text(data) if data is not None else None
+
+
+class NoteCache:
+    """Parsed round notes keyed by blob sha, in .git/kgit/cache/.
+
+    Parsing 1,000 YAML notes costs ~0.6 s, over the budget of `kgit status`. A blob's content
+    never changes, so a parse keyed by its sha never goes stale; entries no longer listed are
+    dropped on rewrite. Losing the file (or a race between two writers) only costs a re-parse.
+    """
+
+    def __init__(self, repo: Repo, campaign: str) -> None:
+        self.path = repo.kgit_dir() / "cache" / f"round-notes-{campaign}.json"
+        self.repo = repo
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) and data.get("v") == NOTE_VERSION else {}
+
+    def parse(self, blobs: Iterable[str]) -> dict[str, RoundNote]:
+        wanted = list(dict.fromkeys(blobs))
+        cached = self._load().get("notes", {})
+        missing = [blob for blob in wanted if blob not in cached]
+        fresh = {
+            blob: RoundNote.from_text(text).to_dict()
+            for blob, text in self.repo.read_blobs(missing).items()
+        }
+        if fresh or len(cached) != len(wanted):
+            self._store({blob: cached.get(blob) or fresh[blob] for blob in wanted})
+        return {
+            blob: RoundNote.from_dict(fresh[blob] if blob in fresh else cached[blob])
+            for blob in wanted
+        }
+
+    def _store(self, notes: dict[str, Any]) -> None:
+        self.path.parent.mkdir(exist_ok=True)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"v": NOTE_VERSION, "notes": notes}))
+        os.replace(tmp, self.path)

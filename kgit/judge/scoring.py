@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kgit.records.schema import BenchRow, BenchTable
+if TYPE_CHECKING:  # the CSV reader (csv, io) stays off the path of `kgit status` and `kgit log`
+    from kgit.records.schema import BenchRow, BenchTable
 
 
 def geomean(values: Iterable[float]) -> float:

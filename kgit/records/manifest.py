@@ -6,15 +6,12 @@ Field names follow the seed's `manifest.yaml` where it has them; kgit adds `sche
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import yaml
-
 from kgit.errors import UsageError
-
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 MANIFEST_VERSION = 1
 
@@ -149,8 +146,10 @@ class Manifest:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+    def to_stored_text(self) -> str:
+        """The manifest as kgit stores it: JSON, which is also YAML (so the record's
+        manifest.yaml reads as one), and which `kgit status` loads without importing yaml."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
 def harness_paths(quick_command: str) -> list[str]:
@@ -200,8 +199,10 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
 
 
 def _load_yaml(text: str, source: str) -> dict[str, Any]:
+    import yaml  # only manifests being read from a user's file pay for the import
+
     try:
-        data = yaml.load(text, Loader=_SafeLoader)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise UsageError(
             f"{source} is not valid YAML: {exc}", hint="check the indentation"
@@ -232,9 +233,13 @@ def _build(data: dict[str, Any]) -> Manifest:
     return Manifest(**fields)
 
 
-def parse_manifest(text: str, source: str = "manifest") -> tuple[Manifest, list[str]]:
-    """Validate a manifest's YAML text. Returns the manifest and warnings (unknown keys)."""
-    data = _load_yaml(text, source)
+def parse_manifest(
+    text: str, source: str = "manifest", overrides: dict[str, Any] | None = None
+) -> tuple[Manifest, list[str]]:
+    """Validate a manifest's YAML text (plus command-line OVERRIDES of its fields).
+    Returns the manifest and warnings (unknown keys)."""
+    data = _load_yaml(text, source) if text.strip() else {}
+    data.update(overrides or {})
     problems = _schema_errors(data) + _semantic_errors(data)
     if problems:
         raise UsageError(
@@ -250,4 +255,14 @@ def parse_manifest(text: str, source: str = "manifest") -> tuple[Manifest, list[
 def manifest_from_stored(text: str) -> Manifest:
     """A manifest kgit stored itself: validated when it was stored, so only its version is
     checked here (an older one would be upgraded by code at this point)."""
-    return _build(_load_yaml(text, "stored manifest"))
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = _load_yaml(text, "stored manifest")
+    if data.get("schema_version", MANIFEST_VERSION) > MANIFEST_VERSION:
+        raise UsageError(
+            f"the stored manifest has schema_version {data['schema_version']}; this kgit reads "
+            f"up to {MANIFEST_VERSION}",
+            hint="upgrade kgit (pip install -U kgit)",
+        )
+    return _build(data)

@@ -7,16 +7,12 @@ The round note is YAML because people read it in `git log --notes=kgit/<campaign
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-import yaml
-
 from kgit.errors import KgitError
-
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 NOTE_VERSION = 1
 STATE_VERSION = 1
@@ -42,8 +38,14 @@ def _check_version(data: dict[str, Any], current: int, what: str) -> None:
         )
 
 
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
+    """The keys CLS knows: a note written by a newer minor kgit may carry more."""
+    names = _field_names(cls)
     return {k: v for k, v in data.items() if k in names}
 
 
@@ -101,10 +103,12 @@ class RoundNote:
     harness_tail: str | None = None
 
     def to_text(self) -> str:
+        import yaml  # kept off the read path: `kgit status` reads parsed notes from the cache
+
         data = _tidy({"kgit": "round", **asdict(self)})
         body: str = yaml.dump(
             data,
-            Dumper=_SafeDumper,
+            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
             sort_keys=False,
             default_flow_style=None,
             width=100,
@@ -114,13 +118,21 @@ class RoundNote:
 
     @classmethod
     def from_text(cls, text: bytes | str) -> RoundNote:
-        data = yaml.load(text, Loader=_SafeLoader)
+        import yaml
+
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if not isinstance(data, dict) or data.get("kgit") != "round":
             raise KgitError("a note under the rounds ref is not a kgit round note")
         _check_version(data, NOTE_VERSION, "round note")
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RoundNote:
         shapes = [ShapeResult(**_known(ShapeResult, s)) for s in data.get("shapes") or []]
-        note = cls(**_known(cls, {**data, "shapes": shapes}))
-        return note
+        return cls(**_known(cls, {**data, "shapes": shapes}))
 
     @property
     def accepted(self) -> bool:

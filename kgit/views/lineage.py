@@ -63,7 +63,7 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
 def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
     rounds = campaign.all_rounds()
     notes = [n for _, n in rounds]
-    best_tip = campaign.best_tip()
+    best_tip = campaign.best_at_load or campaign.best_tip()
     best_note = next((n for c, n in rounds if c == best_tip), None)
     open_round = campaign.state.open_round
     stall = consecutive_rollbacks(notes)
@@ -169,9 +169,22 @@ def render_status(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_log(rows: list[dict[str, Any]]) -> str:
-    from tabulate import tabulate
+def github_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table, left-aligned.
 
+    `kgit log` renders its table here rather than through tabulate: importing tabulate costs
+    110-130 ms (it loads importlib.metadata), a third of the log's 0.3 s budget at 1,000 rounds.
+    """
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), rule, *map(line, rows)])
+
+
+def render_log(rows: list[dict[str, Any]]) -> str:
     table = [
         [
             f"round-{r['round']}",
@@ -185,7 +198,7 @@ def render_log(rows: list[dict[str, Any]]) -> str:
         for r in rows
     ]
     headers = ["round", "status", "commit", "aggregate", "vs baseline", "vs best", "hypothesis"]
-    return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+    return github_table(headers, table)
 
 
 def show_data(campaign: Campaign, number: int) -> dict[str, Any] | None:

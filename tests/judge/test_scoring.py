@@ -17,9 +17,18 @@ BASELINE_COMBINED = 168.59
 def gemm_row(label: str, fwd: float, bwd: float, m: int = 4096) -> BenchRow:
     flops = 2.0 * m * m * m
     values = dict.fromkeys(GEMM_COLUMNS[1:5] + GEMM_COLUMNS[6:], 1.0)
-    values.update({"B": 1.0, "M": m, "N": m, "K": m, "Forward TFLOPS": fwd, "Backward TFLOPS": bwd,
-                   "Forward Time (ms)": flops / (fwd * 1e12) * 1e3,
-                   "Backward Time (ms)": 2 * flops / (bwd * 1e12) * 1e3})
+    values.update(
+        {
+            "B": 1.0,
+            "M": m,
+            "N": m,
+            "K": m,
+            "Forward TFLOPS": fwd,
+            "Backward TFLOPS": bwd,
+            "Forward Time (ms)": flops / (fwd * 1e12) * 1e3,
+            "Backward Time (ms)": 2 * flops / (bwd * 1e12) * 1e3,
+        }
+    )
     return BenchRow(label, "PASS", values)
 
 

@@ -36,7 +36,13 @@ def test_fail_rows_may_hold_nan() -> None:
     ],
 )
 def test_header_drift_from_the_frozen_schema_is_a_hard_error(header: str, expected: str) -> None:
-    row = ROW if header.count(",") == HEADER.count(",") else ROW + ",1" if "extra" in header else ROW.rsplit(",", 1)[0]
+    row = (
+        ROW
+        if header.count(",") == HEADER.count(",")
+        else ROW + ",1"
+        if "extra" in header
+        else ROW.rsplit(",", 1)[0]
+    )
     with pytest.raises(SchemaError, match=expected):
         parse_bench_csv(csv(row, header=header), "Forward TFLOPS", frozen=GEMM_COLUMNS)
 

@@ -1,0 +1,92 @@
+"""The installed hooks, exercised through real `git commit`."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from tests.conftest import commit, git, run_kgit
+
+
+def test_init_installs_executable_shims(kernel_repo: Path) -> None:
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    for name in ("pre-commit", "prepare-commit-msg"):
+        hook = kernel_repo / ".git" / "hooks" / name
+        assert hook.stat().st_mode & stat.S_IXUSR
+        assert "kgit hook shim" in hook.read_text()
+    assert "refs/notes/kgit/*" in git(kernel_repo, "config", "--get-all", "notes.rewriteRef")
+
+
+def test_an_existing_hook_is_chained_not_clobbered(kernel_repo: Path) -> None:
+    mine = kernel_repo / ".git" / "hooks" / "pre-commit"
+    mine.write_text('#!/bin/sh\necho ran >> "$(git rev-parse --git-dir)/mine.log"\n')
+    mine.chmod(0o755)
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    chained = mine.with_name("pre-commit.kgit-chained")
+    assert "echo ran" in chained.read_text()
+    (kernel_repo / "kernel.txt").write_text("speed: 100\nBUG\n")
+    assert commit(kernel_repo, "off a kgit branch").returncode == 0  # not gated off kgit branches
+    assert (kernel_repo / ".git" / "mine.log").read_text() == "ran\n"
+    run_kgit("hooks", "install")  # reinstalling keeps the chain
+    assert chained.exists() and "kgit hook shim" in mine.read_text()
+
+
+def test_a_failing_chained_hook_still_blocks(kernel_repo: Path) -> None:
+    mine = kernel_repo / ".git" / "hooks" / "pre-commit"
+    mine.write_text("#!/bin/sh\necho 'lint failed' >&2\nexit 1\n")
+    mine.chmod(0o755)
+    run_kgit("init", "c1", "-m", "manifest.yaml")
+    (kernel_repo / "kernel.txt").write_text("speed: 101\n")
+    result = commit(kernel_repo, "x")
+    assert result.returncode != 0 and "lint failed" in result.stderr
+
+
+def test_the_gate_tests_exactly_the_staged_snapshot(campaign: Path) -> None:
+    repo = campaign
+    run_kgit("round", "start", "stage carefully")
+    kernel = repo / "kernel.txt"
+    kernel.write_text("speed: 130\n")
+    git(repo, "add", "kernel.txt")
+    kernel.write_text("speed: 130\nBUG\n")  # unstaged: must not be what the gate sees
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")
+    }
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "commit", "-q", "-m", "staged part"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert kernel.read_text() == "speed: 130\nBUG\n"  # the unstaged edit is back
+    assert git(repo, "show", "HEAD:kernel.txt") == "speed: 130"
+    # ...and the reverse: a broken staged snapshot is blocked even if the work tree is fine.
+    git(repo, "add", "kernel.txt")
+    kernel.write_text("speed: 130\n")
+    blocked = subprocess.run(
+        ["git", "commit", "-q", "-m", "broken staged"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert blocked.returncode != 0 and "BUG" in blocked.stderr
+    assert kernel.read_text() == "speed: 130\n"
+    assert not list((repo / ".git" / "kgit" / "patches").glob("*.patch"))
+
+
+def test_amend_keeps_the_round_notes(campaign: Path) -> None:
+    repo = campaign
+    run_kgit("round", "start", "amend me")
+    (repo / "kernel.txt").write_text("speed: 120\n")
+    assert commit(repo, "first").returncode == 0
+    assert run_kgit("round", "validate").code == 0
+    assert commit(repo, "reworded", "--amend").returncode == 0
+    note = git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "show", "HEAD")
+    assert "round: 2" in note

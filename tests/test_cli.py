@@ -1,0 +1,77 @@
+"""The CLI as a user and an agent meet it: a subprocess, light imports, help that teaches."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_kgit
+
+
+def kgit_process(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kgit", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
+
+
+def test_status_json_as_a_subprocess(campaign: Path) -> None:
+    result = kgit_process("status", "--json", cwd=campaign)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["campaign"] == "c1" and data["baselined"] is True
+
+
+def test_errors_in_json_mode_are_json(kernel_repo: Path) -> None:
+    result = kgit_process("-c", "nope", "status", "--json", cwd=kernel_repo)
+    assert result.returncode == 2
+    error = json.loads(result.stdout)
+    assert error["exit_code"] == 2 and error["hint"]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["status"], ["log"]])
+def test_the_cli_never_imports_torch_or_triton(campaign: Path, args: list[str]) -> None:
+    probe = (
+        "import sys, runpy; sys.argv = ['kgit', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('kgit', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'git', 'numpy'))\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *args], cwd=campaign, capture_output=True, text=True
+    )
+    assert "HEAVY []" in result.stderr, result.stderr[-2000:]
+
+
+def test_help_teaches_the_loop() -> None:
+    text = run_kgit("--help").out
+    for step in (
+        "kgit init",
+        "kgit baseline",
+        "kgit round start",
+        "git commit",
+        "kgit round validate",
+    ):
+        assert step in text
+    assert "--full" in run_kgit("round", "validate", "--help").out
+
+
+def test_usage_errors_exit_2() -> None:
+    assert run_kgit("round", "frobnicate").code == 2
+    assert run_kgit("show").code == 2
+
+
+def test_show_needs_a_round_number(campaign: Path) -> None:
+    assert run_kgit("show", "abc").code == 2
+    missing = run_kgit("show", "42")
+    assert missing.code == 2 and "kgit log" in missing.err
+    assert "BASELINE" in run_kgit("show", "round-1").out
