@@ -1,0 +1,81 @@
+"""Forward + backward of a differentiable op: its SNR against a reference, and its timings.
+
+Correctness runs first, on its own inputs, with every buffer the op allocates poisoned. Timing
+then uses fresh inputs per timed call (see `time_fn`); the backward pool holds one forward graph
+per timed call, built before any timing starts.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from kgit.measure.correctness import poisoned_allocations, reference_dtype, snr_db
+from kgit.measure.timing import Timing, time_fn
+
+Op = Callable[..., torch.Tensor]
+MakeInputs = Callable[[], list[torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A throughput at the median time, and the population stddev of per-sample throughputs."""
+
+    value: float
+    std: float
+
+
+def rate(work: float, timing: Timing, per_ms: Callable[[float, float], float]) -> Rate:
+    """`per_ms(work, ms)` at the median time, and its spread over the timed samples."""
+    per_sample = [per_ms(work, ms) for ms in timing.samples]
+    return Rate(per_ms(work, timing.median_ms), statistics.pstdev(per_sample))
+
+
+def _leaves(inputs: Sequence[torch.Tensor], dtype: torch.dtype | None = None) -> list[torch.Tensor]:
+    return [x.detach().to(dtype or x.dtype).clone().requires_grad_(True) for x in inputs]
+
+
+def forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> list[float]:
+    """SNR (dB) of the output, then of each input's gradient, against `reference` run in the
+    device's reference precision on the same values and the same output gradient."""
+    leaves = _leaves(inputs)
+    with poisoned_allocations():
+        out = op(*leaves)
+        grad_out = torch.randn(out.shape, device=out.device).to(out.dtype)
+        out.backward(grad_out)
+    ref_dtype = reference_dtype(out.device)
+    ref_leaves = _leaves(inputs, ref_dtype)
+    ref_out = reference(*ref_leaves)
+    ref_out.backward(grad_out.to(ref_dtype))
+    grads = [leaf.grad for leaf in leaves]
+    ref_grads = [leaf.grad for leaf in ref_leaves]
+    snrs = [snr_db(out, ref_out)]
+    for grad, ref_grad in zip(grads, ref_grads, strict=True):
+        snrs.append(-float("inf") if grad is None or ref_grad is None else snr_db(grad, ref_grad))
+    return snrs
+
+
+def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
+    """Forward time as in a training step: inputs require grad, so autograd records the call."""
+
+    def make() -> list[torch.Tensor]:
+        return _leaves(make_inputs())
+
+    return time_fn(make, lambda xs: op(*xs), repeats=repeats, warmup_ms=warmup_ms)
+
+
+def time_backward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
+    """Backward time: each timed call runs `out.backward(grad_out)` on its own forward graph."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        out = op(*_leaves(make_inputs()))
+        return out, torch.randn_like(out)
+
+    def backward(pair: tuple[torch.Tensor, torch.Tensor]) -> None:
+        # retain_graph lets the warm-up replay the same graph; timed calls each have their own.
+        pair[0].backward(pair[1], retain_graph=True)
+
+    return time_fn(make, backward, repeats=repeats, warmup_ms=warmup_ms)

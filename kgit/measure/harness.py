@@ -1,0 +1,106 @@
+"""The shared main loop of every harness: arguments, shapes, one row per shape, CSV, exit code.
+
+A template supplies only `bench_one_shape(shape, settings) -> row`. Contract with kgit:
+`--summary-csv PATH --shapes PATH`; exit 0 when every shape passes, 1 when some shape fails or
+raises (its row is Check=FAIL with NaN metrics), 2 when the harness cannot run here. The output
+ends with greppable `key: value` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from kgit.measure.report import Row, fail_row, format_value, write_summary_csv
+from kgit.measure.shapes import Shape, ShapeError, load_shapes, validate_shapes
+from kgit.records.schema import PASS
+
+EXIT_ALL_PASS = 0
+EXIT_SOME_FAIL = 1
+EXIT_CANNOT_RUN = 2
+
+
+class CannotRun(Exception):
+    """Raised by a harness that cannot measure on this machine (no GPU, missing library)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the command line passes to `bench_one_shape`: `repeats` is None for the default."""
+
+    device: torch.device
+    repeats: int | None
+
+
+BenchOneShape = Callable[[Shape, Settings], Row]
+
+
+def _parse(argv: Sequence[str] | None, description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--summary-csv", required=True, help="where to write the per-shape CSV")
+    parser.add_argument("--shapes", help="JSON list of shape objects, each with a 'label'")
+    parser.add_argument("--repeats", type=int, help="timed calls per measurement")
+    return parser.parse_args(argv)
+
+
+def _progress(index: int, total: int, row: Row, seconds: float) -> str:
+    metrics = [
+        f"{c}={format_value(v)}"
+        for c, v in row.items()
+        if ("TFLOPS" in c or "GB/s" in c) and not c.endswith("_stddev")
+    ]
+    return f"[{index}/{total}] {row['label']}: {row['Check']} {' '.join(metrics)} ({seconds:.1f} s)"
+
+
+def _bench_safely(
+    bench: BenchOneShape, shape: Shape, settings: Settings, columns: Sequence[str]
+) -> Row:
+    try:
+        return bench(shape, settings)
+    except CannotRun:
+        raise
+    except Exception:  # a shape that raises is a FAIL row, never a crashed harness
+        traceback.print_exc()
+        return fail_row(columns, shape)
+
+
+def run_harness(
+    bench_one_shape: BenchOneShape,
+    columns: Sequence[str],
+    *,
+    default_shapes: Callable[[torch.device], list[Shape]],
+    argv: Sequence[str] | None = None,
+    description: str = "kgit quick harness",
+) -> int:
+    """Run every shape, write the CSV, print the summary; return the exit code."""
+    args = _parse(argv, description)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    settings = Settings(device=device, repeats=args.repeats)
+    try:
+        shapes = (
+            load_shapes(args.shapes) if args.shapes else validate_shapes(default_shapes(device))
+        )
+        rows = []
+        for index, shape in enumerate(shapes, start=1):
+            start = time.perf_counter()
+            row = _bench_safely(bench_one_shape, shape, settings, columns)
+            rows.append(row)
+            print(_progress(index, len(shapes), row, time.perf_counter() - start), flush=True)
+        write_summary_csv(args.summary_csv, columns, rows)
+    except (CannotRun, ShapeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("all_pass: false\ncannot_run: true")
+        return EXIT_CANNOT_RUN
+    passed = sum(1 for row in rows if row["Check"] == PASS)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"summary_csv: {args.summary_csv}\ndevice: {name}\nshapes: {len(rows)}")
+    print(
+        f"passed: {passed}\nfailed: {len(rows) - passed}\nall_pass: {str(passed == len(rows)).lower()}"
+    )
+    return EXIT_ALL_PASS if passed == len(rows) else EXIT_SOME_FAIL

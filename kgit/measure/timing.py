@@ -1,0 +1,237 @@
+"""Timing one kernel call: warm clocks, fresh inputs for every timed call, L2 flushed, per-call samples.
+
+On CUDA each timed call sits between two CUDA events; on CPU (Triton's interpreter, CI) the same
+interface falls back to `time.perf_counter` around each call. Both return a `Timing`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+# Triton's do_bench zeroes 256 MB between calls; the H200's L2 is 50 MB, so this evicts it fully.
+L2_FLUSH_BYTES = 256 * 1024**2
+# Input pools hold this share of the free device memory at most (and never more than the cap).
+POOL_MEMORY_SHARE = 0.3
+POOL_BYTES_CAP = 32 * 1024**3
+MIN_POOL = 3
+# torch.cuda._sleep spins for a number of cycles; counted at 2 GHz, at or above the boost clock of
+# current parts, so a lower clock only lengthens the sleep.
+GPU_CYCLES_PER_MS = 2_000_000
+MAX_LEAD_MS = 1000.0
+
+_flush_buffers: dict[str, torch.Tensor] = {}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call times in milliseconds; `std_ms` is the population standard deviation."""
+
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    samples: tuple[float, ...]
+    method: str
+
+    @classmethod
+    def from_samples(cls, samples: list[float], method: str) -> Timing:
+        if not samples:
+            raise ValueError("a timing needs at least one sample")
+        return cls(
+            median_ms=statistics.median(samples),
+            mean_ms=statistics.fmean(samples),
+            std_ms=statistics.pstdev(samples),
+            samples=tuple(samples),
+            method=method,
+        )
+
+
+def time_fn(
+    make_inputs: Callable[[], T],
+    fn: Callable[[T], object],
+    *,
+    repeats: int = 100,
+    warmup_ms: float = 250.0,
+    flush_l2: bool = True,
+    cuda_graph: bool = False,
+    pool_bytes: int | None = None,
+) -> Timing:
+    """Time `fn(inputs)`, each timed call on an input set that no other call has seen.
+
+    `make_inputs` builds one input set (tensors, possibly nested in tuples, lists or dicts); it
+    runs before any timing starts. An `id()`-keyed cache in `fn` therefore never hits: the pool
+    keeps every set alive, so no two timed calls share an object or an id. The number of samples
+    is `repeats`, lowered when the pool would not fit in `pool_bytes` (default: 30% of free
+    device memory, at most 32 GiB). Warm-up runs on a separate input set.
+    """
+    warm = make_inputs()
+    device = _device_of(warm)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    count = _pool_size(repeats, nbytes(warm), device, pool_bytes)
+    pool = [make_inputs() for _ in range(count)]
+    if device.type == "cuda":
+        if cuda_graph:
+            return _time_cuda_graph(fn, warm, pool, warmup_ms)
+        return _time_cuda_events(fn, warm, pool, warmup_ms, flush_l2)
+    return _time_cpu(fn, warm, pool, warmup_ms)
+
+
+def nbytes(inputs: object) -> int:
+    """Bytes held by the tensors of one input set."""
+    if isinstance(inputs, torch.Tensor):
+        return inputs.numel() * inputs.element_size()
+    if isinstance(inputs, Mapping):
+        return sum(nbytes(v) for v in inputs.values())
+    if isinstance(inputs, (tuple, list)):
+        return sum(nbytes(v) for v in inputs)
+    return 0
+
+
+def _tensors(inputs: object) -> list[torch.Tensor]:
+    if isinstance(inputs, torch.Tensor):
+        return [inputs]
+    if isinstance(inputs, Mapping):
+        return [t for v in inputs.values() for t in _tensors(v)]
+    if isinstance(inputs, (tuple, list)):
+        return [t for v in inputs for t in _tensors(v)]
+    return []
+
+
+def _device_of(inputs: object) -> torch.device:
+    for tensor in _tensors(inputs):
+        if tensor.device.type == "cuda":
+            return tensor.device
+    return torch.device("cpu")
+
+
+def _pool_size(repeats: int, set_bytes: int, device: torch.device, budget: int | None) -> int:
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    if budget is None:
+        if device.type != "cuda":
+            return repeats
+        free, _total = torch.cuda.mem_get_info(device)
+        budget = min(int(free * POOL_MEMORY_SHARE), POOL_BYTES_CAP)
+    fits = budget // max(set_bytes, 1)
+    return max(min(repeats, fits), min(repeats, MIN_POOL))
+
+
+@dataclass(frozen=True)
+class _WarmUp:
+    """From the warm-up's last batch: host time to enqueue one call, and the whole batch's
+    time per call once synchronized (the GPU's time per call when the GPU is the bottleneck)."""
+
+    host_ms: float
+    wall_ms: float
+
+    @property
+    def host_bound(self) -> bool:
+        return self.host_ms >= 0.5 * self.wall_ms
+
+
+def _warm_up(
+    fn: Callable[[T], object], inputs: T, warmup_ms: float, sync: Callable[[], None]
+) -> _WarmUp:
+    # The first call may compile or autotune; the clock only counts once that is over. Batches
+    # double so a 5 us kernel and a 50 ms kernel both reach the target without a sync per call.
+    fn(inputs)
+    sync()
+    start = time.perf_counter()
+    batch, host_s, wall_s = 1, 0.0, 0.0
+    while True:
+        batch_start = time.perf_counter()
+        for _ in range(batch):
+            fn(inputs)
+        host_s = time.perf_counter() - batch_start
+        sync()
+        wall_s = time.perf_counter() - batch_start
+        if (time.perf_counter() - start) * 1e3 >= warmup_ms:
+            return _WarmUp(host_s * 1e3 / batch, wall_s * 1e3 / batch)
+        batch = min(batch * 2, 1024)
+
+
+def _time_cpu(fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float) -> Timing:
+    _warm_up(fn, warm, warmup_ms, lambda: None)
+    samples = []
+    for inputs in pool:
+        start = time.perf_counter()
+        fn(inputs)
+        samples.append((time.perf_counter() - start) * 1e3)
+    return Timing.from_samples(samples, "perf_counter")
+
+
+def _flush_buffer(device: torch.device) -> torch.Tensor:
+    key = str(device)
+    if key not in _flush_buffers:
+        _flush_buffers[key] = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+    return _flush_buffers[key]
+
+
+def _gpu_sleep(ms: float) -> None:
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        sleep(int(ms * GPU_CYCLES_PER_MS))
+
+
+def _time_cuda_events(
+    fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float, flush_l2: bool
+) -> Timing:
+    # The SM clock idles far below its boost clock: without a warm-up of a few hundred ms the
+    # first samples time a slow chip. Events are recorded with no host sync between calls, so
+    # the flush ahead of each call also hides the host's launch latency for the next one.
+    warm_up = _warm_up(fn, warm, warmup_ms, torch.cuda.synchronize)
+    flush = _flush_buffer(_device_of(warm))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in pool]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in pool]
+    torch.cuda.synchronize()
+    # When the host is slower than the GPU, a start event fires before the kernel is even
+    # launched and the sample times Python. Then a GPU-side sleep covering the whole loop's host
+    # work lets the host queue every call first (the sleep sits before the first start event).
+    # Only then: in one H200 run that slept before every shape, large GEMMs read 3-9% above
+    # do_bench and the seed loop, presumably as the idle spell let the power limiter relax.
+    if warm_up.host_bound:
+        _gpu_sleep(min(len(pool) * (warm_up.host_ms + 0.02) + 1.0, MAX_LEAD_MS))
+    for inputs, start, end in zip(pool, starts, ends, strict=True):
+        if flush_l2:
+            flush.zero_()
+        start.record()
+        fn(inputs)
+        end.record()
+    torch.cuda.synchronize()
+    samples = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+    return Timing.from_samples(samples, "cuda-events+l2flush" if flush_l2 else "cuda-events")
+
+
+def _time_cuda_graph(fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float) -> Timing:
+    # For kernels of a few microseconds the host launch dominates what events measure. One graph
+    # replays the call once per pool entry; a sample is one replay divided by the calls in it.
+    # No L2 flush here: the inputs rotate through the pool, which is cold when it exceeds L2.
+    _warm_up(fn, warm, warmup_ms, torch.cuda.synchronize)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for inputs in pool:
+            fn(inputs)
+    graph.replay()
+    torch.cuda.synchronize()
+    replays = max(5, min(50, math.ceil(100 / len(pool))))
+    samples = []
+    for _ in range(replays):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / len(pool))
+    return Timing.from_samples(samples, "cuda-graph")

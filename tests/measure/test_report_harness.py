@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgit.measure.harness import CannotRun, Settings, run_harness
+from kgit.measure.report import fail_row, format_value, write_summary_csv
+from kgit.measure.shapes import Shape
+from kgit.records.schema import GEMM_COLUMNS, MEMORY_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "templates"
+
+
+def _read(path: Path) -> list[list[str]]:
+    with open(path, newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def test_writer_emits_exactly_the_frozen_header_and_nan_fail_rows(tmp_path: Path) -> None:
+    out = tmp_path / "s.csv"
+    write_summary_csv(
+        out, GEMM_COLUMNS, [fail_row(GEMM_COLUMNS, {"label": "x", "M": 8, "N": 4, "K": 2})]
+    )
+    lines = out.read_text().splitlines()
+    assert lines[0] == ",".join(GEMM_COLUMNS)
+    assert lines[1] == "x,1,8,4,2,FAIL," + ",".join(["nan"] * 9)
+
+
+def test_writer_refuses_a_drifting_row(tmp_path: Path) -> None:
+    row = {**fail_row(MEMORY_COLUMNS, {"label": "x", "M": 1, "N": 1}), "extra": 1.0}
+    with pytest.raises(ValueError, match="extra"):
+        write_summary_csv(tmp_path / "s.csv", MEMORY_COLUMNS, [row])
+
+
+def test_cell_format() -> None:
+    assert format_value(math.nan) == "nan" and format_value(math.inf) == "inf"
+    assert format_value(712.3456789) == "712.346" and format_value(3) == "3"
+
+
+def _fake_bench(shape: Shape, settings: Settings) -> dict[str, object]:
+    if shape["label"] == "boom":
+        raise RuntimeError("kernel crashed")
+    if shape["label"] == "nogpu":
+        raise CannotRun("needs a GPU")
+    row = fail_row(MEMORY_COLUMNS, shape)
+    row.update({c: 1.0 for c in MEMORY_COLUMNS[4:]}, Check="PASS")
+    return row
+
+
+def _run(tmp_path: Path, labels: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    shapes = tmp_path / "shapes.json"
+    shapes.write_text(json.dumps([{"label": s, "M": 2, "N": 3} for s in labels]))
+    argv = ["--summary-csv", str(tmp_path / "o.csv"), "--shapes", str(shapes)]
+    code = run_harness(_fake_bench, MEMORY_COLUMNS, default_shapes=lambda d: [], argv=argv)
+    return code, capsys.readouterr().out
+
+
+def test_harness_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(tmp_path, ["a", "b"], capsys)
+    assert code == 0 and "all_pass: true" in out and "shapes: 2" in out
+    code, out = _run(tmp_path, ["a", "boom"], capsys)
+    assert code == 1 and "all_pass: false" in out
+    assert _read(tmp_path / "o.csv")[2] == ["boom", "2", "3", "FAIL"] + ["nan"] * 9
+    code, out = _run(tmp_path, ["a", "nogpu"], capsys)
+    assert code == 2
+
+
+def _subprocess(
+    template: str, shapes: list[dict[str, object]], tmp_path: Path
+) -> tuple[int, str, Path]:
+    shapes_path, csv_path = tmp_path / "shapes.json", tmp_path / "out.csv"
+    shapes_path.write_text(json.dumps(shapes))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [
+        sys.executable,
+        str(TEMPLATES / template),
+        "--summary-csv",
+        str(csv_path),
+        "--shapes",
+        str(shapes_path),
+    ]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    return done.returncode, done.stdout, csv_path
+
+
+def test_gemm_template_passes_then_fails_a_raising_shape(tmp_path: Path) -> None:
+    good = {"label": "g16", "M": 16, "N": 24, "K": 8, "dtype": "fp32"}
+    code, out, csv_path = _subprocess("gemm_harness.py", [good], tmp_path)
+    assert code == 0, out
+    rows = _read(csv_path)
+    assert rows[0] == list(GEMM_COLUMNS) and rows[1][5] == "PASS"
+    assert float(rows[1][6]) > 0 and out.rstrip().endswith("all_pass: true")
+    broken = {"label": "no_k", "M": 16, "N": 24}  # raises KeyError inside the harness
+    code, out, csv_path = _subprocess("gemm_harness.py", [good, broken], tmp_path)
+    assert code == 1 and "failed: 1" in out
+    assert _read(csv_path)[2][:6] == ["no_k", "1", "16", "24", "nan", "FAIL"]
+
+
+def test_memory_and_grouped_templates_run(tmp_path: Path) -> None:
+    code, out, csv_path = _subprocess(
+        "memory_harness.py", [{"label": "m", "M": 8, "N": 32}], tmp_path
+    )
+    assert code == 0, out
+    assert _read(csv_path)[0] == list(MEMORY_COLUMNS)
+    shape = {"label": "sk", "B": 4, "M": 8, "N": 16, "K": 16, "distribution": "skewed"}
+    code, out, csv_path = _subprocess("grouped_gemm_harness.py", [shape], tmp_path)
+    assert code == 0, out
+    assert _read(csv_path)[1][:6] == ["sk", "4", "8", "16", "16", "PASS"]
+
+
+def test_bad_shapes_file_cannot_run(tmp_path: Path) -> None:
+    code, out, _ = _subprocess("gemm_harness.py", [{"M": 1}], tmp_path)
+    assert code == 2 and "cannot_run: true" in out
+
+
+def test_a_wrong_kernel_fails_the_check() -> None:
+    from kgit.measure.gemm import gemm_row
+
+    def off_by_one_k(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a[:, 1:] @ b[1:]  # skips one term of every dot product
+
+    settings = Settings(device=torch.device("cpu"), repeats=1)
+    row = gemm_row({"label": "w", "M": 16, "N": 16, "K": 16}, settings, off_by_one_k)
+    assert row["Check"] == "FAIL" and math.isnan(float(str(row["Forward TFLOPS"])))
+    assert float(str(row["out_snr"])) < 30
