@@ -312,6 +312,37 @@ def show(obj: Ctx, number: str, with_csv: bool, as_json: bool) -> None:
     )
 
 
+@cli.command()
+@click.option(
+    "--kernel",
+    type=click.Choice(["gemm", "rmsnorm"]),
+    default="gemm",
+    show_default=True,
+    help="The bundled example: a Triton GEMM (compute-bound) or RMSNorm (memory-bound).",
+)
+@click.option(
+    "--dir",
+    "where",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where to create the demo repository [default: a new temporary folder].",
+)
+@click.option(
+    "--cpu", is_flag=True, help="Use the CPU path (Triton interpreter) even if a GPU is present."
+)
+def demo(kernel: str, where: Path | None, cpu: bool) -> None:
+    """Run a whole campaign on a bundled example kernel, in a throwaway repository.
+
+    \b
+    init -> baseline -> a round that is faster and accepted -> a commit the gate
+    blocks (a real bug) -> a round that is slower and rolled back -> the lineage.
+    On CPU it uses Triton's interpreter and tiny shapes (a few minutes on 2 cores);
+    with a GPU, realistic shapes in bf16. Every step is the real command, echoed.
+    """
+    from kgit.demo import run_demo
+
+    run_demo(kernel, where, gpu=False if cpu else None)
+
+
 @cli.group(context_settings=CONTEXT)
 def hooks() -> None:
     """The commit gate's hooks."""

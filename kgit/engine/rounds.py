@@ -327,6 +327,15 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
             repo.update_ref(
                 kept, tip, repo.rev_parse(kept), f"kgit: keep round-{open_round.number}"
             )
+        else:
+            current.state.abandoned.append(
+                {
+                    "round": open_round.number,
+                    "hypothesis": open_round.hypothesis,
+                    "reason": reason,
+                    "at": now(),
+                }
+            )
         current.state.open_round = None
         current.save(f"round-{open_round.number} ROLLED BACK" + (f": {reason}" if reason else ""))
     _leave_round_branch(campaign, open_round.number)

@@ -187,6 +187,8 @@ class CampaignState:
     protected: dict[str, str | None] = field(default_factory=dict)  # path -> blob sha at baseline
     representative: list[str] = field(default_factory=list)
     inactive: list[str] = field(default_factory=list)  # shapes failing at baseline
+    # Rounds rolled back before any commit (no commit to hold a note): round, hypothesis, reason.
+    abandoned: list[dict[str, Any]] = field(default_factory=list)
     finished: bool = False
 
     def to_json(self) -> bytes:

@@ -20,12 +20,13 @@ ESCALATION = {
 ESCALATION_MAX = "compare with state-of-the-art kernels"
 
 
-def consecutive_rollbacks(notes: list[RoundNote]) -> int:
+def consecutive_rollbacks(statuses: list[str]) -> int:
+    """Rollbacks since the last accepted round (or the baseline), in round order."""
     count = 0
-    for note in reversed(notes):
-        if note.status == ROLLED_BACK:
+    for status in reversed(statuses):
+        if status == ROLLED_BACK:
             count += 1
-        elif note.status in ACCEPTING or note.status == BASELINE:
+        elif status in ACCEPTING or status == BASELINE:
             break
     return count
 
@@ -57,7 +58,22 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "decided_at": note.decided_at,
             }
         )
-    return rows
+    for lost in campaign.state.abandoned:  # rolled back before any commit: no note to hold them
+        rows.append(
+            {
+                "round": lost["round"],
+                "status": ROLLED_BACK,
+                "hypothesis": lost["hypothesis"],
+                "aggregate": None,
+                "delta_vs_baseline_pct": None,
+                "delta_vs_best_pct": None,
+                "level": None,
+                "commit": None,
+                "decided_at": lost["at"],
+                "reason": lost.get("reason"),
+            }
+        )
+    return sorted(rows, key=lambda row: row["round"])
 
 
 def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
@@ -66,7 +82,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
     best_tip = campaign.best_at_load or campaign.best_tip()
     best_note = next((n for c, n in rounds if c == best_tip), None)
     open_round = campaign.state.open_round
-    stall = consecutive_rollbacks(notes)
+    statuses = [row["status"] for row in log_rows(campaign, rounds)]
+    stall = consecutive_rollbacks(statuses)
     data: dict[str, Any] = {
         "campaign": campaign.name,
         "target": {
@@ -85,9 +102,9 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
             "aggregate": best_note.aggregate if best_note else None,
         },
         "baseline_aggregate": notes[0].aggregate if notes else None,
-        "rounds_recorded": len(notes),
-        "accepted": sum(n.status in ACCEPTING for n in notes),
-        "rolled_back": sum(n.status == ROLLED_BACK for n in notes),
+        "rounds_recorded": len(statuses),
+        "accepted": sum(status in ACCEPTING for status in statuses),
+        "rolled_back": statuses.count(ROLLED_BACK),
         "next_round": campaign.state.next_round,
         "max_iterations": campaign.manifest.max_iterations,
         "representative_shapes": campaign.state.representative,
@@ -189,7 +206,7 @@ def render_log(rows: list[dict[str, Any]]) -> str:
         [
             f"round-{r['round']}",
             r["status"],
-            r["commit"][:10],
+            (r["commit"] or "(no commit)")[:11],
             _num(r["aggregate"]),
             _signed(r["delta_vs_baseline_pct"]),
             _signed(r["delta_vs_best_pct"]),

@@ -166,8 +166,12 @@ def test_refusals_leave_the_repository_unchanged(campaign: Path) -> None:
     assert empty.code == 2
     # A round with no commit can be rolled back; its number is never reused.
     assert run_kgit("round", "rollback").code == 0
-    assert run_kgit("round", "start", "three").json is not None
+    assert run_kgit("round", "start", "three").code == 0
     assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/kgit/c1/round-3"
+    lineage = run_kgit("log", "--json").json()
+    assert lineage[1]["round"] == 2 and lineage[1]["commit"] is None  # type: ignore[index]
+    assert lineage[1]["status"] == "ROLLED BACK"  # type: ignore[index]
+    assert "(no commit)" in run_kgit("log").out
 
 
 def test_small_gains_are_re_measured_under_the_noise_rule(campaign: Path) -> None:

@@ -1,0 +1,276 @@
+"""`kgit demo`: a real campaign on a bundled example kernel, in a throwaway repository.
+
+Every step is the command a user would type (`kgit ...`, `git commit`), run as a subprocess and
+echoed, so the demo shows the tool itself rather than a simulation: the improvement is a real
+retiling of the Triton kernel, the blocked commit is a real bug caught by the kernel's tests, the
+regression is a real slowdown measured by the harness.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kgit.errors import KgitError
+from kgit.gitdoor import clean_env
+from kgit.resources import examples_dir
+
+
+@dataclass(frozen=True)
+class DemoKernel:
+    """One bundled example and the campaign story told on it."""
+
+    folder: str
+    kernel_file: str
+    test_file: str
+    harness_file: str
+    op: str
+    metric: str
+    baseline: dict[str, int]
+    improvement: tuple[str, dict[str, int]]
+    bug: tuple[str, str, str, str]  # hypothesis, commit message, regex, replacement
+    regression: tuple[str, dict[str, int]]
+    cpu_shapes: list[dict[str, object]] = field(default_factory=list)
+    gpu_shapes: list[dict[str, object]] = field(default_factory=list)
+
+
+def _gemm_shapes(sizes: list[tuple[int, int, int]], dtype: str) -> list[dict[str, object]]:
+    return [{"label": f"{m}x{n}x{k}", "M": m, "N": n, "K": k, "dtype": dtype} for m, n, k in sizes]
+
+
+GEMM = DemoKernel(
+    folder="gemm",
+    kernel_file="gemm_kernel.py",
+    test_file="test_gemm.py",
+    harness_file="bench_gemm.py",
+    op="gemm",
+    metric="Combined Step TFLOPS",
+    # The example's own 64x64x32 tiles, without the autotuner (so the rounds' edits decide).
+    baseline={"AUTOTUNE": 0},
+    improvement=(
+        "128x128x64 tiles: 4x fewer programs, each loaded tile reused twice as often",
+        {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
+    ),
+    bug=(
+        "full K tiles only: drop the K-tail masks from the inner loop",
+        "loop over whole K tiles only",
+        r"range\(0, tl\.cdiv\(K, BLOCK_K\)\)",
+        "range(0, K // BLOCK_K)",
+    ),
+    regression=(
+        "32x32x32 tiles: more programs in flight to hide memory latency",
+        {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32},
+    ),
+    # Triton's interpreter costs time per program and per K step: tiny shapes on CPU.
+    # Multiples of 128, so no round's tiles spend the interpreter's time on masked-off work.
+    cpu_shapes=_gemm_shapes([(128, 128, 128), (128, 256, 128), (256, 256, 128)], "fp32"),
+    gpu_shapes=_gemm_shapes(
+        [
+            (1024, 1024, 1024),
+            (2048, 2048, 2048),
+            (4096, 4096, 4096),
+            (8192, 8192, 8192),
+            (4096, 14336, 4096),
+        ],
+        "bf16",
+    ),
+)
+
+KERNELS = {"gemm": GEMM}
+
+
+class Demo:
+    def __init__(self, kernel: DemoKernel, root: Path, gpu: bool) -> None:
+        self.kernel, self.root, self.gpu = kernel, root, gpu
+        self.started = time.monotonic()
+        self.step = 0
+
+    # -- output --------------------------------------------------------------------------------
+
+    def title(self, text: str) -> None:
+        self.step += 1
+        elapsed = time.monotonic() - self.started
+        print(f"\n=== [{self.step}] {text}  (t+{elapsed:.0f}s)", flush=True)
+
+    def run(self, *args: str, expect: int | None = 0) -> subprocess.CompletedProcess[str]:
+        """Run a command as a user would type it, echo it and its output."""
+        shown = shlex.join(["kgit", *args[3:]] if args[:3] == self._kgit() else list(args))
+        print(f"$ {shown}", flush=True)
+        proc = subprocess.run(
+            args,
+            cwd=self.root,
+            env=clean_env(),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        if proc.stdout.strip():
+            print(proc.stdout.rstrip(), flush=True)
+        if expect is not None and proc.returncode != expect:
+            raise KgitError(
+                f"demo step `{shown}` exited {proc.returncode} (expected {expect})",
+                hint=f"the demo repository is kept at {self.root}",
+            )
+        return proc
+
+    def _kgit(self) -> tuple[str, ...]:
+        return (sys.executable, "-m", "kgit")
+
+    def kgit(self, *args: str, expect: int | None = 0) -> subprocess.CompletedProcess[str]:
+        return self.run(*self._kgit(), *args, expect=expect)
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def set_tunables(self, values: dict[str, int]) -> None:
+        path = self.root / self.kernel.kernel_file
+        text = path.read_text()
+        for name, value in values.items():
+            text, count = re.subn(rf"^{name} = \d+$", f"{name} = {value}", text, flags=re.M)
+            if count != 1:
+                raise KgitError(f"demo: no `{name} = <int>` line in {path.name}")
+        path.write_text(text)
+        print(f"(edit) {path.name}: " + ", ".join(f"{k} = {v}" for k, v in values.items()))
+
+    def create_repo(self) -> None:
+        source = examples_dir() / self.kernel.folder
+        for name in (self.kernel.kernel_file, self.kernel.test_file, self.kernel.harness_file):
+            shutil.copy(source / name, self.root / name)
+        self.set_tunables(self.kernel.baseline)
+        (self.root / ".gitignore").write_text("__pycache__/\n.pytest_cache/\nmanifest.yaml\n")
+        self.run("git", "init", "-q", "-b", "main")
+        self.run("git", "config", "user.name", "kgit demo")
+        self.run("git", "config", "user.email", "demo@kgit.invalid")
+        self.run("git", "add", ".")
+        self.run(
+            "git", "commit", "-q", "-m", f"example {self.kernel.op} kernel, its tests and harness"
+        )
+
+    def write_manifest(self) -> None:
+        import json
+
+        python = shlex.quote(sys.executable)
+        shapes = self.kernel.gpu_shapes if self.gpu else self.kernel.cpu_shapes
+        manifest = {
+            "target_op": self.kernel.op,
+            "target_backend": "TRITON",
+            "target_lang": "triton",
+            "target_gpu": _gpu_name() if self.gpu else "CPU (Triton interpreter)",
+            "execution_mode": "repo-mode",
+            "primary_metric": self.kernel.metric,
+            "kernel_source": [self.kernel.kernel_file],
+            "test_command": f"{python} -m pytest -q -p no:cacheprovider {self.kernel.test_file}",
+            "quick_command": f"{python} {self.kernel.harness_file}",
+            "timeout_s": 900,
+            "max_iterations": 20,
+            "target_shapes": shapes,
+        }
+        # JSON is YAML too; the file stays untracked (ignored): kgit keeps its own copy in git.
+        (self.root / "manifest.yaml").write_text(json.dumps(manifest, indent=2) + "\n")
+
+    def commit(self, message: str, expect: int = 0) -> None:
+        self.run("git", "commit", "-a", "-m", message, expect=expect)
+
+
+def _gpu_name() -> str:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "GPU"
+    return out.strip().splitlines()[0] if out.strip() else "GPU"
+
+
+def has_gpu() -> bool:
+    """Whether a CUDA GPU is visible, asked without importing torch into the CLI."""
+    return shutil.which("nvidia-smi") is not None and bool(_gpu_name() != "GPU")
+
+
+def run_demo(kernel_name: str, where: Path | None, gpu: bool | None) -> Path:
+    kernel = KERNELS[kernel_name]
+    root = where or Path(tempfile.mkdtemp(prefix=f"kgit-demo-{kernel_name}-"))
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        raise KgitError(f"{root} is not empty", hint="pass --dir with a new or empty folder")
+    demo = Demo(kernel, root, has_gpu() if gpu is None else gpu)
+    name = f"{kernel.op}_triton_{'gpu' if demo.gpu else 'cpu'}_demo"
+    print(
+        f"kgit demo: a {kernel.op} campaign in {root} on "
+        f"{'the GPU' if demo.gpu else 'the CPU (Triton interpreter, tiny shapes)'}"
+    )
+    demo.title("a kernel repository: the example kernel, its tests and its quick harness")
+    demo.create_repo()
+    demo.write_manifest()
+    demo.title("define the target and install the commit gate")
+    demo.kgit("init", name, "--manifest", "manifest.yaml")
+    demo.title("baseline (round-1): tests, then every target shape")
+    demo.kgit("baseline")
+    _improving_round(demo)
+    _blocked_round(demo)
+    _regressing_round(demo)
+    demo.title("the lineage")
+    demo.kgit("log")
+    demo.run("git", "log", "--oneline", "--no-notes", f"kgit/{name}/best")
+    demo.kgit("show", "2")
+    demo.kgit("status")
+    print(
+        f"\nDone in {time.monotonic() - demo.started:.0f} s. The campaign is in {root}:\n"
+        f"  cd {root}\n  git log --notes=kgit/{name}/rounds kgit/{name}/best\n"
+        f"  kgit log; kgit show 2"
+    )
+    return root
+
+
+def _improving_round(demo: Demo) -> None:
+    hypothesis, tunables = demo.kernel.improvement
+    demo.title("round 2: a change that should be faster")
+    demo.kgit("round", "start", hypothesis)
+    demo.set_tunables(tunables)
+    demo.commit("bigger tiles")
+    demo.kgit("round", "validate")
+    demo.kgit("round", "accept")
+
+
+def _blocked_round(demo: Demo) -> None:
+    hypothesis, message, pattern, replacement = demo.kernel.bug
+    demo.title("round 3: a change with a bug -- the commit gate blocks it")
+    demo.kgit("round", "start", hypothesis)
+    path = demo.root / demo.kernel.kernel_file
+    text, count = re.subn(pattern, replacement, path.read_text())
+    if count != 1:
+        raise KgitError(f"demo: the bug's pattern is not in {path.name}")
+    path.write_text(text)
+    print(f"(edit) {path.name}: {replacement}")
+    demo.commit(message, expect=1)
+    demo.run("git", "checkout", "--", demo.kernel.kernel_file)
+    demo.kgit(
+        "round",
+        "rollback",
+        "--reason",
+        "the gate failed: wrong results whenever K is not a multiple of BLOCK_K",
+    )
+
+
+def _regressing_round(demo: Demo) -> None:
+    hypothesis, tunables = demo.kernel.regression
+    demo.title("round 4: a change that turns out slower -- rolled back, kept in the record")
+    demo.kgit("round", "start", hypothesis)
+    demo.set_tunables(tunables)
+    demo.commit("smaller tiles")
+    demo.kgit("round", "validate")
+    demo.kgit(
+        "round",
+        "rollback",
+        "--reason",
+        "4x the programs and loads cost more than latency hiding gained",
+    )
