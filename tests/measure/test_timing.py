@@ -21,7 +21,7 @@ def test_cpu_fallback_gives_every_timed_call_fresh_inputs() -> None:
         seen.append(id(pair[0]))
         return pair[0] @ pair[1]
 
-    timing = time_fn(make, op, repeats=20, warmup_ms=0.0)
+    timing = time_fn(make, op, repeats=20, warmup_ms=0.0, min_time_ms=0.0)
     timed = seen[-20:]
     assert len(set(timed)) == 20, "two timed calls shared an input object"
     assert seen[0] not in timed, "the warm-up input was reused in a timed call"
@@ -50,9 +50,26 @@ def test_warm_up_runs_for_the_asked_time() -> None:
     assert calls > 10
 
 
+def test_short_calls_get_samples_spanning_min_time() -> None:
+    timing = time_fn(
+        lambda: torch.zeros(1),
+        lambda _: time.sleep(0.002),
+        repeats=5,
+        warmup_ms=5.0,
+        min_time_ms=60.0,
+    )
+    assert len(timing.samples) >= 20  # 60 ms of 2 ms calls (sleep overshoots a little)
+    assert len(timing.samples) <= 31
+
+
 def test_pool_is_capped_by_its_byte_budget() -> None:
     timing = time_fn(
-        lambda: torch.zeros(256), lambda x: x.sum(), repeats=50, warmup_ms=0.0, pool_bytes=10 * 1024
+        lambda: torch.zeros(256),
+        lambda x: x.sum(),
+        repeats=50,
+        warmup_ms=0.0,
+        pool_bytes=10 * 1024,
+        min_time_ms=0.0,
     )
     assert len(timing.samples) == 10  # ten 1 KiB sets fit; no set is timed twice
 
