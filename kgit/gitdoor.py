@@ -239,6 +239,70 @@ class Repo:
         out = self.git("diff", "--name-only", "-z", "--no-renames", old, new)
         return [p.decode() for p in out.split(b"\0") if p]
 
+    def diffstats(
+        self, pairs: Sequence[tuple[str, str]], paths: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """`git diff --stat OLD NEW` of many (old, new) commit pairs through one `diff-tree
+        --stdin` process, keyed by NEW (each NEW once); an empty diff gives ''."""
+        if not pairs:
+            return {}
+        lines = "".join(f"{new} {old}\n" for old, new in pairs)
+        out = self.git(
+            "diff-tree", "--stdin", "--stat=100", "--no-renames", "--", *paths, input=lines.encode()
+        )
+        stats: dict[str, list[str]] = {new: [] for _, new in pairs}
+        current: list[str] | None = None
+        for line in out.decode(errors="replace").splitlines():
+            if len(line) == 40 and not line.startswith(" "):  # diff-tree's header: NEW's sha
+                current = stats.get(line)
+            elif current is not None and line:
+                current.append(line)
+        return {new: "\n".join(stat) for new, stat in stats.items()}
+
+    def diff_text(self, old: str, new: str, context: int = 0) -> str:
+        """The unified diff OLD..NEW (no colour, no external diff driver, no renames)."""
+        out = self.git(
+            "diff", f"-U{context}", "--no-color", "--no-ext-diff", "--no-renames", old, new
+        )
+        return out.decode(errors="replace")
+
+    def commit_messages(self, shas: Sequence[str]) -> dict[str, str]:
+        """The full message of each commit, through one `git log --no-walk` process."""
+        if not shas:
+            return {}
+        out = self.git(
+            "log", "--no-walk=unsorted", "--stdin", "-z", "--format=%H%n%B",
+            input="".join(f"{sha}\n" for sha in dict.fromkeys(shas)).encode(),
+        )  # fmt: skip
+        messages: dict[str, str] = {}
+        for entry in out.decode(errors="replace").split("\0"):
+            sha, _, body = entry.partition("\n")
+            if sha:
+                messages[sha] = body
+        return messages
+
+    def tree_with(self, commit: str, files: Mapping[str, bytes | None]) -> str:
+        """The tree of COMMIT with FILES replaced (None: removed), built in a private index so
+        the user's index and work tree are never touched."""
+        import tempfile
+
+        modes = {}
+        out = self.git("ls-tree", "-r", "-z", commit, "--", *files) if files else b""
+        for entry in out.split(b"\0"):
+            if entry:
+                meta, path = entry.split(b"\t", 1)
+                modes[path.decode()] = meta.split()[0].decode()
+        with tempfile.TemporaryDirectory(prefix="kgit-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            self.git("read-tree", commit, env_extra=env)
+            for path, data in files.items():
+                if data is None:
+                    self.git("update-index", "--force-remove", "--", path, env_extra=env)
+                    continue
+                info = f"{modes.get(path, '100644')},{self.write_blob(data)},{path}"
+                self.git("update-index", "--add", "--cacheinfo", info, env_extra=env)
+            return self.git("write-tree", env_extra=env).decode().strip()
+
     # -- notes ---------------------------------------------------------------------------------
 
     def note_write(self, notes_ref: str, target: str, data: bytes) -> None:

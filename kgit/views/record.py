@@ -1,0 +1,112 @@
+"""Everything a review needs about a campaign's rounds, read from git in a few batched calls.
+
+`kgit report` and `kgit export` walk every round: its note, its bench CSV, its diffstat and the
+notes its author left in the commit message. One git process per round would cost ~3 ms each
+(3 s at 1,000 rounds); here each kind of object is read for all rounds at once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kgit.engine.store import Campaign
+from kgit.errors import KgitError
+from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote
+from kgit.records.schema import BenchTable, parse_bench_csv
+
+# Lines of a round's commit message that carry its rule-4 summary fields, e.g. `Lesson: ...`.
+# They are trailers or body lines alike: both survive a rebase with the message.
+RECORD_KEYS = {
+    "attribution": "Attribution",
+    "next_direction": "Next-Direction",
+    "expected": "Expected",
+    "root_cause": "Root-Cause",
+    "lesson": "Lesson",
+}
+_RECORD_LINE = re.compile(r"^(" + "|".join(RECORD_KEYS.values()) + r"):\s*(.+)$", re.M | re.I)
+
+
+def recorded_fields(message: str) -> dict[str, str]:
+    """The rule-4 fields written as `Key: value` lines in a commit message."""
+    by_key = {v.lower(): k for k, v in RECORD_KEYS.items()}
+    return {by_key[m[1].lower()]: m[2].strip() for m in _RECORD_LINE.finditer(message)}
+
+
+@dataclass
+class RoundView:
+    """One round as a review sees it. `note` is None for a round rolled back before any commit
+    (the campaign state keeps its hypothesis and reason)."""
+
+    number: int
+    status: str
+    hypothesis: str
+    commit: str | None = None
+    note: RoundNote | None = None
+    csv: bytes | None = None
+    table: BenchTable | None = None
+    diffstat: str = ""
+    recorded: dict[str, str] = field(default_factory=dict)
+    rollback_reason: str | None = None
+    decided_at: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.note is not None and self.note.accepted
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.status == BASELINE
+
+
+def _table(csv: bytes | None, note: RoundNote, frozen: tuple[str, ...] | None) -> BenchTable | None:
+    if not csv:
+        return None
+    try:
+        return parse_bench_csv(csv, note.metric, frozen)
+    except KgitError:  # an unreadable CSV leaves the round without SNR and side columns
+        return None
+
+
+def load_rounds(campaign: Campaign, diff_paths: tuple[str, ...] = ()) -> list[RoundView]:
+    """Every round of CAMPAIGN in round order, abandoned ones included. DIFF_PATHS limits the
+    diffstats to those paths (the export limits them to the kernel source)."""
+    repo = campaign.repo
+    rounds = campaign.all_rounds()
+    commits = [c for c, _ in rounds]
+    bench_blobs = repo.notes_list(campaign.refs.bench_notes)
+    wanted = {c: bench_blobs[c] for c in commits if c in bench_blobs}
+    blobs = repo.read_blobs(list(dict.fromkeys(wanted.values())))
+    pairs = [(n.parent, c) for c, n in rounds if n.parent]
+    stats = repo.diffstats(pairs, diff_paths)
+    messages = repo.commit_messages(commits)
+    frozen = tuple(campaign.state.frozen_header or ()) or None
+    views = []
+    for commit, note in rounds:
+        csv = blobs[wanted[commit]] if commit in wanted else None
+        views.append(
+            RoundView(
+                number=note.round,
+                status=note.status,
+                hypothesis=note.hypothesis,
+                commit=commit,
+                note=note,
+                csv=csv,
+                table=_table(csv, note, frozen),
+                diffstat=stats.get(commit, ""),
+                recorded=recorded_fields(messages.get(commit, "")),
+                rollback_reason=note.rollback_reason,
+                decided_at=note.decided_at,
+            )
+        )
+    for lost in campaign.state.abandoned:
+        views.append(
+            RoundView(
+                number=lost["round"],
+                status=ROLLED_BACK,
+                hypothesis=lost["hypothesis"],
+                rollback_reason=lost.get("reason"),
+                decided_at=lost.get("at"),
+            )
+        )
+    return sorted(views, key=lambda view: view.number)
