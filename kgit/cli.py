@@ -117,18 +117,78 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
 @click.option("--test-command", help="Overrides test_command (the correctness gate).")
 @click.option("--quick-command", help="Overrides quick_command (the quick harness).")
 @click.option("--max-iterations", type=int, help="Overrides max_iterations (below 120).")
+@click.option(
+    "--kernel-source", multiple=True, help="Overrides kernel_source (repeat for several files)."
+)
+@click.option(
+    "--shapes-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="target_shapes from a YAML/JSON file (a list, or a mapping with target_shapes).",
+)
+@click.option(
+    "--execution-mode",
+    type=click.Choice(["repo-mode", "workspace-mode"]),
+    help="Overrides execution_mode.",
+)
+@click.option("--rebuild-command", help="Overrides rebuild_command (run before each validation).")
+@click.option(
+    "--acceptance-command", help="Overrides acceptance_command (the full suite of kgit finish)."
+)
+@click.option(
+    "--from-template",
+    type=click.Choice(["gemm", "memory", "grouped"]),
+    help="Write bench/quick_test_bench.py from the harness template and a manifest.yaml "
+    "draft, then stop: plug the kernel in, commit the harness, run kgit init NAME -m manifest.yaml.",
+)
+@click.option(
+    "--ask/--no-input",
+    "ask",
+    default=None,
+    help="Ask for missing fields even without a terminal, or never ask "
+    "[default: ask on a terminal].",
+)
 @json_option
 @click.pass_obj
-def init(obj: Ctx, name: str, manifest_file: Path | None, as_json: bool, **overrides: Any) -> None:
-    """Create campaign NAME from a manifest, starting at HEAD.
+def init(
+    obj: Ctx,
+    name: str,
+    manifest_file: Path | None,
+    as_json: bool,
+    kernel_source: tuple[str, ...],
+    shapes_file: Path | None,
+    from_template: str | None,
+    ask: bool | None,
+    **overrides: Any,
+) -> None:
+    """Define the target and create campaign NAME, starting at HEAD.
 
-    Creates the best line kgit/NAME/best at HEAD, records the manifest under
-    refs/kgit/NAME/campaign, installs the commit gate (chaining any existing hook)
-    and tells git to carry kgit's notes through amend and rebase.
+    Fields come from the manifest and the flags; on a terminal kgit asks for each
+    missing one (with the defaults it can infer), shows the whole target and waits
+    for your confirmation. Without a terminal a missing field is an error that lists
+    them all. Then: the best line kgit/NAME/best at HEAD, the manifest recorded under
+    refs/kgit/NAME/campaign, the commit gate installed (chaining any existing hook),
+    and git told to carry kgit's notes through amend and rebase.
     """
+    from kgit.engine.define import (
+        ask_missing,
+        load_shapes_file,
+        missing_fields,
+        render_target,
+        require_complete,
+        write_template,
+    )
     from kgit.engine.setup import init_campaign
-    from kgit.records.manifest import parse_manifest
+    from kgit.records.manifest import load_manifest_fields, parse_manifest
 
+    fields = {k: v for k, v in overrides.items() if v is not None}
+    if kernel_source:
+        fields["kernel_source"] = list(kernel_source)
+    if shapes_file is not None:
+        fields["target_shapes"] = load_shapes_file(shapes_file)
+    if from_template:
+        written = write_template(obj.repo().root, from_template, fields)
+        emit(written, as_json, lambda r: _render_template(name, r))
+        return
     text, source = "", "command-line fields"
     if manifest_file is not None:
         try:
@@ -138,10 +198,21 @@ def init(obj: Ctx, name: str, manifest_file: Path | None, as_json: bool, **overr
                 f"cannot read {manifest_file}: {exc}", hint="pass the path of a manifest.yaml"
             ) from None
         source = str(manifest_file)
-    fields = {k: v for k, v in overrides.items() if v is not None}
-    manifest, warnings = parse_manifest(text, source, fields)
+    data = {**load_manifest_fields(text, source), **fields}
+    asked = bool(missing_fields(data))
+    if asked:
+        if not (ask if ask is not None else sys.stdin.isatty()):
+            require_complete(data, source)
+        data = ask_missing(data, obj.repo(), _prompt)
+    manifest, warnings = parse_manifest("", source, data)
     for warning in warnings:
         obj.say(f"warning: {warning}")
+    if asked:
+        click.echo(render_target(name, data), err=True)
+        if not click.confirm("create the campaign with this target?", default=True, err=True):
+            raise KgitError(
+                "the target was not confirmed: nothing written", hint=f"kgit init {name}"
+            )
     result = init_campaign(obj.repo(), name, manifest)
     emit(
         result,
@@ -150,6 +221,23 @@ def init(obj: Ctx, name: str, manifest_file: Path | None, as_json: bool, **overr
             f"campaign {r['campaign']} created at {r['base'][:10]}; best line {r['best']}\n"
             f"hooks installed: {', '.join(r['hooks'])}\nnext: kgit baseline"
         ),
+    )
+
+
+def _prompt(question: str, default: str | None) -> str:
+    # Prompts go to stderr so that --json output stays one JSON document on stdout.
+    answer: str = click.prompt(question, default=default, show_default=bool(default), err=True)
+    return answer
+
+
+def _render_template(name: str, r: dict[str, Any]) -> str:
+    left = f" (still to fill in: {', '.join(r['missing'])})" if r["missing"] else ""
+    return (
+        f"wrote {r['harness']} (the {r['template']} harness template) and {r['manifest']} "
+        f"(a draft{left})\n"
+        f"next: plug your kernel into {r['harness']}, commit it (git add {r['harness']} && "
+        "git commit: the harness is frozen at baseline and must be committed first), then "
+        f"kgit init {name} --manifest {r['manifest']}"
     )
 
 
@@ -183,13 +271,14 @@ def round() -> None:
 
 @round.command("start")
 @click.argument("hypothesis")
+@click.option("--reopen", is_flag=True, help="Go on with a finished campaign (kgit finish again).")
 @json_option
 @click.pass_obj
-def round_start(obj: Ctx, hypothesis: str, as_json: bool) -> None:
+def round_start(obj: Ctx, hypothesis: str, reopen: bool, as_json: bool) -> None:
     """Begin the next round with its HYPOTHESIS, on a new branch from the best line."""
     from kgit.engine.rounds import start_round
 
-    result = start_round(obj.campaign(), hypothesis)
+    result = start_round(obj.campaign(), hypothesis, reopen=reopen)
     emit(
         result,
         as_json,
@@ -296,20 +385,14 @@ def log(obj: Ctx, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def show(obj: Ctx, number: str, with_csv: bool, as_json: bool) -> None:
-    """One round's summary (ROUND: 3 or round-3): verdict, reasons, per-shape results."""
-    from kgit.views.lineage import render_show, show_data
+    """One round's summary (ROUND: 3 or round-3): hypothesis, change, results, decision."""
+    from kgit.views.summary import show_round
 
     digits = number.removeprefix("round-")
     if not digits.isdigit():
         raise UsageError(f"{number!r} is not a round number", hint="kgit show 3 (or round-3)")
-    data = show_data(obj.campaign(), int(digits))
-    if data is None:
-        raise UsageError(f"round-{digits} has no record", hint="kgit log lists the recorded rounds")
-    emit(
-        data,
-        as_json,
-        lambda d: render_show(d) + (f"\n\n{d['csv']}" if with_csv and d["csv"] else ""),
-    )
+    data, render = show_round(obj.campaign(), int(digits), with_csv)
+    emit(data, as_json, render)
 
 
 @cli.command()
@@ -341,6 +424,108 @@ def demo(kernel: str, where: Path | None, cpu: bool) -> None:
     from kgit.demo import run_demo
 
     run_demo(kernel, where, gpu=False if cpu else None)
+
+
+# --- campaign ends (define, finish, tips) ---
+
+
+@cli.command()
+@click.option(
+    "--allow-path",
+    "allow_paths",
+    multiple=True,
+    metavar="PATH",
+    help="A changed file outside kernel_source that belongs in the final change (repeatable).",
+)
+@json_option
+@click.pass_obj
+def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
+    """Final acceptance: full suite, full validation, a clean diff, the branch to merge.
+
+    \b
+    On the best line: its diff against the campaign base may touch only kernel_source
+    (anything else must be allowed: --allow-path PATH, or confirmed on a terminal);
+    the project's full test suite (acceptance_command) must pass; the harness runs on
+    every target shape and the result is judged against the baseline. Then it writes
+    kgit/NAME/final (one commit per accepted round, hypothesis and result in each
+    message), records the report in notes refs/notes/kgit/NAME/final and marks the
+    campaign finished (round start then needs --reopen).
+    """
+    from kgit.engine.finish import finish_campaign
+    from kgit.views.final import render_final_note, render_finish
+
+    def confirm(paths: list[str]) -> bool:
+        if as_json or not sys.stdin.isatty():
+            return False
+        listed = "".join(f"\n  {path}" for path in paths)
+        question = f"the best line also changes files outside kernel_source:{listed}\nkeep them?"
+        return click.confirm(question, default=False, err=True)
+
+    result = finish_campaign(
+        obj.campaign(),
+        obj.say,
+        allow_paths=allow_paths,
+        confirm=confirm,
+        render=render_final_note,
+        echo=not obj.quiet,
+    )
+    emit(result, as_json, render_finish)
+
+
+@cli.group(context_settings=CONTEXT, invoke_without_command=True)
+@json_option
+@click.pass_context
+def tips(ctx: click.Context, as_json: bool) -> None:
+    """Lessons from earlier rounds and campaigns on the same GPU, op and backend.
+
+    \b
+    Without a subcommand: the tips that apply to the current campaign. They live in
+    refs/kgit-tips/<gpu>/<op>/<backend> (share them: git push origin 'refs/kgit-tips/*').
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from kgit.engine.tips import campaign_tips_ref, render_tip_line, tips_for
+
+    campaign = ctx.obj.campaign()
+    found = [tip.to_dict() for tip in tips_for(campaign)]
+
+    def render(rows: list[dict[str, Any]]) -> str:
+        from kgit.records.tips import Tip
+
+        if not rows:
+            return f"no tips yet for this target ({campaign_tips_ref(campaign)})"
+        return "\n".join(f"- {render_tip_line(Tip(**row))}" for row in rows)
+
+    emit(found, as_json, render)
+
+
+@tips.command("add")
+@click.option("--context", "context_", metavar="TEXT", help="What was tried, on what.")
+@click.option("--signal", metavar="TEXT", help="What was observed: numbers, counters, a failure.")
+@click.option("--takeaway", metavar="TEXT", help="What to do, or not do, next time.")
+@click.option("--applicability", metavar="TEXT", help="Where it holds: shapes, dtypes, hardware.")
+@click.option("--round", "round_number", type=int, help="The round it comes from (its outcome).")
+@json_option
+@click.pass_obj
+def tips_add(
+    obj: Ctx,
+    context_: str | None,
+    signal: str | None,
+    takeaway: str | None,
+    applicability: str | None,
+    round_number: int | None,
+    as_json: bool,
+) -> None:
+    """Record a lesson for this campaign's GPU, op and backend."""
+    from kgit.engine.tips import add_tip, campaign_tips_ref
+
+    campaign = obj.campaign()
+    tip = add_tip(campaign, context_, signal, takeaway, applicability, round_number)
+    emit(
+        tip.to_dict(),
+        as_json,
+        lambda t: f"tip recorded in {campaign_tips_ref(campaign)}: {t['takeaway']}",
+    )
 
 
 @cli.group(context_settings=CONTEXT)
@@ -432,3 +617,138 @@ def main(argv: list[str] | None = None) -> int:
         crash.exit_code = EXIT_CRASH
         return _report(crash, as_json)
     return 0
+
+
+# --- review commands (report, export, import, csv) ---
+
+
+@cli.command()
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to FILE [default: stdout].",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "html"]),
+    default="markdown",
+    show_default=True,
+    help="html: one self-contained page (inline CSS, plots embedded as PNG).",
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the PNG plots to DIR and link them (html embeds them; with html and no DIR "
+    "they are drawn in a temporary folder).",
+)
+@json_option
+@click.pass_obj
+def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_json: bool) -> None:
+    """The campaign's report, from the git record alone.
+
+    \b
+    Target, baseline, every round (hypothesis, diffstat, per-shape results with deltas and
+    SNR, verdict), the current best, directions that did not work, the trend table (rule 8)
+    and its monotonicity check (rule 9), best vs baseline per shape, the termination check
+    (rule 10) and a static real-training audit of the best line (rule 11).
+    """
+    import tempfile
+
+    from kgit.views.document import to_html, to_markdown
+    from kgit.views.report import plots_for, public, report_data, report_document
+
+    campaign = obj.campaign()
+    data = report_data(campaign)
+    with tempfile.TemporaryDirectory(prefix="kgit-plots-") as tmp:
+        folder = plots_dir or (Path(tmp) if fmt == "html" and not as_json else None)
+        if folder is not None:
+            data["plots"] = [str(p) for p in plots_for(data, campaign, folder)]
+        if as_json:
+            emit(public(data), True, str)
+            return
+        doc = report_document(data)
+        title = f"kgit report: {campaign.name}"
+        text = to_html(doc, title) if fmt == "html" else to_markdown(doc, _link_base(output))
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text)
+        obj.say(f"report written to {output}")
+
+
+def _link_base(output: Path | None) -> Path:
+    return (output.parent if output is not None else Path.cwd()).resolve()
+
+
+@cli.command("export")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@json_option
+@click.pass_obj
+def export_cmd(obj: Ctx, folder: Path, as_json: bool) -> None:
+    """Write the campaign as the seed's campaign folder in FOLDER.
+
+    \b
+    manifest.yaml, quick_test_bench.py, logs/optimize.md, logs/performance_trend.md,
+    rounds/round-N/{summary.md, artifacts/benchmark.csv, kernel_snapshot/}.
+    """
+    from kgit.views.seed_export import export_campaign
+
+    result = export_campaign(obj.campaign(), folder)
+    emit(result, as_json, lambda r: f"exported {r['rounds']} rounds to {r['folder']}")
+
+
+@cli.command("import")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--name",
+    help="Campaign name [default: the folder's name]. Must not exist in this repository.",
+)
+@json_option
+@click.pass_obj
+def import_cmd(obj: Ctx, folder: Path, name: str | None, as_json: bool) -> None:
+    """Turn a seed campaign folder into a kgit campaign of this repository.
+
+    Kernel snapshots become commits on a new best line from HEAD (accepted rounds) or
+    commits kept under refs/kgit/NAME/rounds/N (rolled-back rounds); summaries and
+    benchmark CSVs become the rounds' notes. The work tree is not touched.
+    """
+    from kgit.views.seed_import import import_campaign
+
+    result = import_campaign(obj.repo(), folder, name or folder.resolve().name)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"campaign {r['campaign']} imported: {r['rounds']} rounds, best line {r['best']}\n"
+            f"next: git checkout {r['best'].removeprefix('refs/heads/')}; kgit log"
+        ),
+    )
+
+
+@cli.group(context_settings=CONTEXT)
+def csv() -> None:
+    """Benchmark CSVs, for agents."""
+
+
+@csv.command("parse")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--metric",
+    help="Primary metric [default: the campaign's, else Forward TFLOPS].",
+)
+@json_option
+@click.pass_obj
+def csv_parse(obj: Ctx, file: Path, metric: str | None, as_json: bool) -> None:
+    """Read a harness summary CSV strictly: rows, all_pass and the aggregate (geomean over
+    PASS shapes; 0 when any shape failed). Exits 0 whenever the file parses."""
+    from kgit.views.bench_csv import parse_csv_data, render_csv_data
+
+    if metric is None:
+        try:
+            metric = obj.campaign().manifest.primary_metric
+        except KgitError:
+            metric = "Forward TFLOPS"
+    emit(parse_csv_data(file.read_bytes(), metric, str(file)), as_json, render_csv_data)

@@ -286,12 +286,12 @@ class Repo:
         the user's index and work tree are never touched."""
         import tempfile
 
-        modes = {}
+        modes: dict[str, str] = {}
         out = self.git("ls-tree", "-r", "-z", commit, "--", *files) if files else b""
         for entry in out.split(b"\0"):
             if entry:
-                meta, path = entry.split(b"\t", 1)
-                modes[path.decode()] = meta.split()[0].decode()
+                meta, name = entry.split(b"\t", 1)
+                modes[name.decode()] = meta.split()[0].decode()
         with tempfile.TemporaryDirectory(prefix="kgit-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self.git("read-tree", commit, env_extra=env)

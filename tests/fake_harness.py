@@ -3,12 +3,14 @@
 It reads `kernel.txt` from the current directory. `speed: X` sets Forward TFLOPS of every shape to
 X times the shape's factor; `speed.<label>: X` overrides one shape; `fail: <label>` makes that
 shape FAIL; `exit: N` forces an exit code; `hang` sleeps; `flood` prints 50 MB; `drift` renames a
-column; `crlf` writes CRLF line ends with trailing spaces.
+column; `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line; `noise: S` multiplies every value by
+exp(N(0, S)), fresh each run.
 """
 
 import argparse
 import json
 import math
+import random
 import sys
 import time
 from pathlib import Path
@@ -53,6 +55,8 @@ def main() -> int:
         # run on a subset measures each shape as the full run did.
         factor = 1 + math.log2(m / 64) / 10
         speed = float(settings.get(f"speed.{label}", settings.get("speed", "100"))) * factor
+        if "noise" in settings:  # run-to-run noise, relative sd (unseeded: every run differs)
+            speed *= math.exp(random.gauss(0.0, float(settings["noise"])))
         fwd_ms = 2 * b * m * n * k / (speed * 1e12) * 1e3
         bwd_ms = 2 * fwd_ms
         lines.append(
@@ -64,6 +68,8 @@ def main() -> int:
         lines[0] + ("\r\n" if "crlf" in flags else "\n") + "".join(line + end for line in lines[1:])
     )
     Path(args.summary_csv).write_bytes(text.encode())
+    if "torch" in settings:  # the environment, as kgit.measure's harness reports it
+        print("fingerprint: " + json.dumps({"gpu": "FakeGPU", "torch": settings["torch"]}))
     print(f"all_pass: {str(not failing).lower()}")
     return int(settings.get("exit", 1 if failing else 0))
 

@@ -3,14 +3,16 @@ preconditions every state-changing command shares."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from kgit.engine.runner import run_harness
+from kgit.engine.runner import parse_fingerprint, run_harness
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError, SchemaError
-from kgit.gitdoor import Repo
+from kgit.gitdoor import Repo, clean_env
 from kgit.judge.scoring import Score, score
 from kgit.records.notes import RoundNote
 from kgit.records.schema import BenchTable, parse_bench_csv
@@ -29,6 +31,7 @@ class Measurement:
     score: Score
     seconds: float
     tail: str
+    fingerprint: dict[str, str]
 
 
 def measure(
@@ -38,13 +41,20 @@ def measure(
     say: Say,
     *,
     echo: bool,
+    tree: Path | None = None,
+    role: str = "",
 ) -> Measurement:
+    """Run the harness in TREE (default: the work tree) and read its CSV strictly."""
     manifest = campaign.manifest
     labels = [s["label"] for s in shapes]
-    say(f"harness: {len(shapes)} shape(s): {', '.join(labels)}")
-    run = run_harness(
-        manifest.quick_command, shapes, campaign.repo.root, manifest.timeout_s, echo=echo
+    cwd = tree or campaign.repo.root
+    say(f"harness{role}: {len(shapes)} shape(s): {', '.join(labels)}")
+    # The tree's own code first on the import path, so that a best-line work tree measures its
+    # own kernel even when the project is pip-installed in editable mode from the main tree.
+    env = clean_env(
+        {"PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), os.environ.get("PYTHONPATH")]))}
     )
+    run = run_harness(manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=env)
     tail = run.result.tail
     if run.status == "unavailable":
         raise KgitError(
@@ -78,7 +88,7 @@ def measure(
         f"harness: done in {run.result.seconds:.1f} s, aggregate {result.aggregate:.4g}"
         + (f", FAIL: {', '.join(result.failing)}" if result.failing else "")
     )
-    return Measurement(run.csv, table, result, run.result.seconds, tail)
+    return Measurement(run.csv, table, result, run.result.seconds, tail, parse_fingerprint(tail))
 
 
 def require_clean(repo: Repo, action: str) -> None:
@@ -98,3 +108,23 @@ def best_values(rounds: list[tuple[str, RoundNote]]) -> dict[str, float]:
         if note.accepted:
             values.update(note.values())
     return values
+
+
+# What must match for two measurements to be compared; clocks are recorded but vary by design.
+FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "hip", "torch", "triton")
+
+
+def check_fingerprint(baseline: dict[str, str], now: dict[str, str]) -> None:
+    """Refuse to compare across environments: that is a new baseline epoch, not a round."""
+    changed = [
+        f"{key} {baseline[key]} -> {now.get(key, '?')}"
+        for key in FINGERPRINT_KEYS
+        if key in baseline and baseline[key] != now.get(key)
+    ]
+    if changed:
+        raise KgitError(
+            "the environment changed since the baseline: " + "; ".join(changed),
+            hint="measurements from another GPU, driver or library version are not comparable: "
+            "validate on the baseline's environment, or start a new campaign (a new baseline "
+            "epoch) for this one",
+        )

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.engine.abtest import best_tree, run_pairs
 from kgit.engine.gate import Say, ensure_gated
-from kgit.engine.measure import HarnessError, Measurement, best_values, measure, require_clean
+from kgit.engine.measure import (
+    HarnessError,
+    Measurement,
+    best_values,
+    check_fingerprint,
+    measure,
+    require_clean,
+)
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
 from kgit.errors import KgitError, UsageError
-from kgit.judge.scoring import diagnostics, pct
-from kgit.judge.verdict import REMEASURE, Verdict, seed_verdict
+from kgit.judge.scoring import diagnostics, geomean, pct
+from kgit.judge.stats import Estimate, judge_pairs
+from kgit.judge.verdict import REMEASURE, Verdict, interleaved_verdict, mean_values, seed_verdict
 from kgit.records.notes import (
     ACCEPTING,
     ERROR,
@@ -54,7 +63,7 @@ def _on_round_branch(campaign: Campaign, action: str) -> tuple[OpenRound, str]:
     return open_round, tip
 
 
-def start_round(campaign: Campaign, hypothesis: str) -> dict[str, Any]:
+def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> dict[str, Any]:
     hypothesis = " ".join(hypothesis.split())
     if not hypothesis:
         raise UsageError(
@@ -64,8 +73,11 @@ def start_round(campaign: Campaign, hypothesis: str) -> dict[str, Any]:
     state = campaign.state
     if not state.baselined:
         raise KgitError("the campaign has no baseline yet", hint="kgit baseline")
-    if state.finished:
-        raise KgitError(f"campaign {campaign.name} is finished", hint="start a new campaign")
+    if state.finished and not reopen:
+        raise KgitError(
+            f"campaign {campaign.name} is finished",
+            hint='start a new campaign, or kgit round start --reopen "HYPOTHESIS" to go on',
+        )
     if state.open_round is not None:
         raise KgitError(
             f"round-{state.open_round.number} is still in progress: one change at a time",
@@ -88,6 +100,9 @@ def start_round(campaign: Campaign, hypothesis: str) -> dict[str, Any]:
         repo.update_ref(branch, parent, None, f"kgit: round-{number} started")
         current.state.next_round = number + 1
         current.state.open_round = OpenRound(number, hypothesis, parent, now())
+        if current.state.finished:  # --reopen: kgit finish must run again to end it
+            current.state.finished = False
+            current.state.reopened.append(now())
         current.save(f"round-{number} started: {hypothesis}")
     repo.switch(branch)
     return {
@@ -187,48 +202,126 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
             "(the harness and schema are frozen for the whole campaign)"
         ]
         return _record(campaign, tip, note, [], say)
-    runs: list[Measurement] = []
-    frozen = tuple(campaign.state.frozen_header or ())
     shapes = campaign.manifest.shapes_for(labels)
+    runs: list[Measurement] = []
+    best_runs: list[Measurement] = []
     try:
-        while True:
-            runs.append(measure(campaign, shapes, frozen, say, echo=echo))
-            verdict = seed_verdict(
-                [r.score for r in runs],
-                {label: best[label] for label in labels},
-                campaign.manifest.thresholds,
-            )
-            if verdict.decision != REMEASURE:
-                break
-            say(verdict.reasons[-1])
+        if campaign.manifest.decision_policy == "interleaved":
+            verdict, runs, best_runs = _interleaved(campaign, tip, shapes, labels, say, echo, note)
+            best = mean_values([r.score for r in best_runs]) or best
+        else:
+            verdict = _seed(campaign, shapes, labels, best, runs, say, echo)
     except HarnessError as exc:
         note.status, note.reasons = ERROR, [exc.message]
         note.harness_tail = (exc.details or "")[-4000:]
         _record(campaign, tip, note, runs, say)
         raise
+    note.fingerprint = runs[0].fingerprint if runs else {}
     note.decision, note.reasons = verdict.decision, verdict.reasons
-    note.aggregate, note.best_aggregate = verdict.aggregate, verdict.best_aggregate
+    cand = mean_values([r.score for r in runs])
+    note.aggregate = geomean(cand[label] for label in labels) if len(cand) == len(labels) else 0.0
+    note.best_aggregate = geomean(best[label] for label in labels)
     note.delta_vs_best_pct = round(verdict.gain_pct, 4)
-    base_agg = rounds[0][1].aggregate if rounds else None
-    if base_agg and verdict.aggregate:
-        from kgit.judge.scoring import geomean
-
+    if baseline and note.aggregate:
         base_on_labels = geomean(baseline[label] for label in labels)
         note.baseline_aggregate = base_on_labels
-        note.delta_vs_baseline_pct = round(pct(verdict.aggregate, base_on_labels), 4)
+        note.delta_vs_baseline_pct = round(pct(note.aggregate, base_on_labels), 4)
     note.run_aggregates = [r.score.aggregate for r in runs]
     note.shapes = _shape_results(runs, verdict, best, baseline, labels)
     note.diagnostics = diagnostics(runs[0].table)
-    note.timings = {"harness_s": round(sum(r.seconds for r in runs), 3)}
-    return _record(campaign, tip, note, runs, say)
+    note.timings = {"harness_s": round(sum(r.seconds for r in runs + best_runs), 3)}
+    return _record(campaign, tip, note, runs, say, best_runs)
+
+
+def _seed(
+    campaign: Campaign,
+    shapes: list[dict[str, Any]],
+    labels: list[str],
+    best: dict[str, float],
+    runs: list[Measurement],
+    say: Say,
+    echo: bool,
+) -> Verdict:
+    """The seed's rule: one run, re-measured up to 3 when the gain is in the noise band."""
+    frozen = tuple(campaign.state.frozen_header or ())
+    while True:
+        runs.append(measure(campaign, shapes, frozen, say, echo=echo))
+        check_fingerprint(campaign.state.fingerprint, runs[-1].fingerprint)
+        verdict = seed_verdict(
+            [r.score for r in runs],
+            {label: best[label] for label in labels},
+            campaign.manifest.thresholds,
+        )
+        if verdict.decision != REMEASURE:
+            return verdict
+        say(verdict.reasons[-1])
+
+
+def _interleaved(
+    campaign: Campaign,
+    tip: str,
+    shapes: list[dict[str, Any]],
+    labels: list[str],
+    say: Say,
+    echo: bool,
+    note: RoundNote,
+) -> tuple[Verdict, list[Measurement], list[Measurement]]:
+    """A/B pairs of the best line's tip and the candidate, judged with confidence intervals."""
+    floors = campaign.state.noise_floors
+    missing = [label for label in labels if label not in floors]
+    if missing:
+        raise KgitError(
+            f"no calibrated noise floor for {', '.join(missing)}",
+            hint="decision_policy: interleaved needs the A/A calibration of `kgit baseline`",
+        )
+    tree = best_tree(campaign, campaign.best_tip(), say, echo=echo)
+    ab = run_pairs(campaign, shapes, (tree, campaign.repo.root), floors, say, echo=echo)
+    if ab.candidate_runs and ab.candidate_runs[-1].score.failing:
+        failing = ab.candidate_runs[-1].score.failing
+        verdict = Verdict(
+            ROLLED_BACK, [f"correctness gate: Check FAIL on {', '.join(failing)}"], 0.0, 0.0, -100.0
+        )
+        return verdict, ab.candidate_runs, ab.best_runs
+    judgement = ab.judgement or judge_pairs(
+        ab.pairs,
+        labels,
+        floors,
+        confidence=campaign.manifest.interleaved.confidence,
+        min_effect_pct=campaign.manifest.interleaved.min_effect_pct,
+        core_regression_pct=campaign.manifest.thresholds.core_regression_pct,
+    )
+    note.statistics = {
+        "policy": "interleaved",
+        "pairs": len(ab.pairs),
+        "seconds": round(ab.seconds, 1),
+        "aggregate": _estimate_dict(judgement.aggregate),
+        "shapes": {label: _estimate_dict(e) for label, e in judgement.shapes.items()},
+    }
+    return (
+        interleaved_verdict(judgement, campaign.manifest.thresholds),
+        ab.candidate_runs,
+        ab.best_runs,
+    )
+
+
+def _estimate_dict(e: Estimate) -> dict[str, Any]:
+    return {"ratio": e.ratio, "ci": [e.low, e.high], "call": e.call, "floor_pct": e.floor * 100}
 
 
 def _record(
-    campaign: Campaign, tip: str, note: RoundNote, runs: list[Measurement], say: Say
+    campaign: Campaign,
+    tip: str,
+    note: RoundNote,
+    runs: list[Measurement],
+    say: Say,
+    best_runs: list[Measurement] | None = None,
 ) -> dict[str, Any]:
     note.validated_at = now()
     repo = campaign.repo
     extra = {f"runs/round-{note.round}/run-{i}.csv": r.csv for i, r in enumerate(runs[1:], 2)}
+    extra |= {
+        f"runs/round-{note.round}/best-{i}.csv": r.csv for i, r in enumerate(best_runs or [], 1)
+    }
     with repo.write_lock():
         current = campaign.reload()
         open_round = current.state.open_round

@@ -103,14 +103,20 @@ def harness_command(quick_command: str, csv_path: Path, shapes_path: Path) -> st
 
 
 def run_harness(
-    quick_command: str, shapes: list[dict[str, Any]], cwd: Path, timeout_s: float, *, echo: bool
+    quick_command: str,
+    shapes: list[dict[str, Any]],
+    cwd: Path,
+    timeout_s: float,
+    *,
+    echo: bool,
+    env: dict[str, str] | None = None,
 ) -> HarnessRun:
     """Run the harness on SHAPES under the contract: --summary-csv, --shapes, exit 0/1/2."""
     with tempfile.TemporaryDirectory(prefix="kgit-harness-") as scratch:
         csv_path, shapes_path = Path(scratch) / "summary.csv", Path(scratch) / "shapes.json"
         shapes_path.write_text(json.dumps(shapes, indent=1))
         command = harness_command(quick_command, csv_path, shapes_path)
-        result = run_command(command, cwd, timeout_s, echo=echo)
+        result = run_command(command, cwd, timeout_s, echo=echo, env=env)
         csv = csv_path.read_bytes() if csv_path.is_file() else None
     if result.returncode is None:
         return HarnessRun("error", f"harness timed out after {timeout_s:g} s", csv, result)
@@ -121,3 +127,19 @@ def run_harness(
     if csv is None:
         return HarnessRun("error", "harness wrote no summary CSV", None, result)
     return HarnessRun("ok", None, csv, result)
+
+
+FINGERPRINT_PREFIX = "fingerprint: "
+
+
+def parse_fingerprint(output_tail: str) -> dict[str, str]:
+    """The environment a harness reports on a `fingerprint: {json}` line (kgit.measure prints
+    one: GPU, driver, CUDA/HIP, torch, triton, clocks); empty when the harness prints none."""
+    for line in reversed(output_tail.splitlines()):
+        if line.startswith(FINGERPRINT_PREFIX):
+            try:
+                data = json.loads(line[len(FINGERPRINT_PREFIX) :])
+            except ValueError:
+                return {}
+            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    return {}

@@ -9,6 +9,7 @@ from typing import Any
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
 from kgit.engine.measure import measure, require_clean
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
+from kgit.engine.tips import print_tips
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.judge.representative import pick_representative
@@ -134,6 +135,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     if repo.current_branch() != campaign.refs.best:
         repo.switch(campaign.refs.best)
     say(f"baseline of {campaign.name} at {base[:10]}")
+    print_tips(campaign, say)  # lessons of earlier campaigns on this GPU, op and backend
     tests = run_tests(campaign, say, echo=echo)
     record_gate(campaign, repo.tree_of(base), tests)
     if not tests.ok:
@@ -160,6 +162,22 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     }
     note = _baseline_note(campaign, table, score, run.seconds)
     note.hashes = {"schema": ",".join(table.header), "protected": protected}
+    note.fingerprint = run.fingerprint
+    campaign.state.frozen_header = list(table.header)
+    campaign.state.fingerprint = run.fingerprint
+    floors: dict[str, float] = {}
+    if manifest.decision_policy == "interleaved":
+        from kgit.engine.abtest import calibrate
+
+        active = [label for label in representative if label not in inactive]
+        floors, aa = calibrate(campaign, base, active, say, echo=echo)
+        note.statistics = {
+            "policy": "interleaved",
+            "calibration_pairs": len(aa.pairs),
+            "noise_floor_pct": {label: round(f * 100, 3) for label, f in floors.items()},
+            "seconds": round(aa.seconds, 1),
+        }
+        say("noise floors: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in floors.items()))
     with repo.write_lock():
         current = campaign.reload()
         if current.state.baselined:
@@ -171,6 +189,8 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         current.state.protected = protected
         current.state.representative = representative
         current.state.inactive = inactive
+        current.state.fingerprint = run.fingerprint
+        current.state.noise_floors = floors
         current.save("baseline (round-1)", harness_copy)
     return {
         "campaign": campaign.name,
@@ -182,5 +202,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         "representative_shapes": representative,
         "inactive_shapes": inactive,
         "frozen_header": list(table.header),
+        "noise_floors_pct": {label: f * 100 for label, f in floors.items()},
+        "fingerprint": run.fingerprint,
         "protected": protected,
     }

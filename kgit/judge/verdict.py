@@ -12,6 +12,15 @@ import statistics
 from dataclasses import dataclass, field
 
 from kgit.judge.scoring import Score, geomean, pct
+from kgit.judge.stats import (
+    BETTER,
+    INCONCLUSIVE,
+    NO_CHANGE,
+    WORSE,
+    ABJudgement,
+    Estimate,
+    unsure_regressions,
+)
 from kgit.records.manifest import Thresholds
 from kgit.records.notes import ACCEPTED, ACCEPTED_TRADEOFF, ROLLED_BACK
 
@@ -114,3 +123,54 @@ def _shape_rule(deltas: dict[str, float], limit: float) -> tuple[str, list[str]]
         listed = ", ".join(f"{label} {d:+.3f}%" for label, d in traded.items())
         return ACCEPTED_TRADEOFF, [f"trade-off, shapes down <{limit:g}%: {listed}"]
     return ACCEPTED, ["no shape regressed"]
+
+
+def interleaved_verdict(judgement: ABJudgement, limits: Thresholds) -> Verdict:
+    """Rule 3 on statistically called changes: accept only a gain the interval supports, never an
+    inconclusive one, and never while a shape may have dropped past the core regression limit."""
+    agg = judgement.aggregate
+    deltas = {label: e.change_pct for label, e in judgement.shapes.items()}
+    head = [
+        f"aggregate {agg.change_pct:+.3f}% vs best, {agg.call} "
+        f"(CI {_pct(agg.low)}..{_pct(agg.high)}, {agg.n} pairs, floor {agg.floor * 100:.2f}%)"
+    ]
+
+    def verdict(decision: str, reasons: list[str]) -> Verdict:
+        return Verdict(decision, head + reasons, agg.ratio, 1.0, agg.change_pct, deltas)
+
+    if agg.call != BETTER:
+        why = {
+            WORSE: "the candidate is slower",
+            NO_CHANGE: "no change past the noise floor",
+            INCONCLUSIVE: "inconclusive within the budget: never accepted",
+        }[agg.call]
+        return verdict(ROLLED_BACK, [why])
+    core = 1.0 - limits.core_regression_pct / 100.0
+    regressed = {s: e for s, e in judgement.shapes.items() if e.call == WORSE and e.ratio <= core}
+    unsure = {
+        s: judgement.shapes[s]
+        for s in unsure_regressions(judgement.shapes, limits.core_regression_pct)
+    }
+    traded = {s: e for s, e in judgement.shapes.items() if e.call == WORSE and e.ratio > core}
+    if regressed:
+        return verdict(
+            ROLLED_BACK, [f"core shape down ≥{limits.core_regression_pct:g}%: {_list(regressed)}"]
+        )
+    if unsure:
+        return verdict(
+            ROLLED_BACK,
+            [f"cannot rule out a ≥{limits.core_regression_pct:g}% drop: {_list(unsure)}"],
+        )
+    if traded:
+        return verdict(
+            ACCEPTED_TRADEOFF, [f"trade-off, shapes significantly down: {_list(traded)}"]
+        )
+    return verdict(ACCEPTED, ["no shape significantly down"])
+
+
+def _pct(ratio: float) -> str:
+    return "inf" if ratio == float("inf") else f"{(ratio - 1) * 100:+.2f}%"
+
+
+def _list(estimates: dict[str, Estimate]) -> str:
+    return ", ".join(f"{label} {e.change_pct:+.3f}%" for label, e in estimates.items())

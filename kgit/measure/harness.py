@@ -9,6 +9,8 @@ ends with greppable `key: value` lines.
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import time
 import traceback
@@ -70,6 +72,36 @@ def _bench_safely(
         return fail_row(columns, shape)
 
 
+def fingerprint(device: torch.device) -> dict[str, str]:
+    """What kgit compares before it compares two measurements (and the clocks, for the record)."""
+    import triton
+
+    info = {"gpu": "cpu", "torch": torch.__version__, "triton": triton.__version__}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+        info["hip" if torch.version.hip else "cuda"] = str(torch.version.hip or torch.version.cuda)
+        info.update(_nvidia_smi())
+    return info
+
+
+def _nvidia_smi() -> dict[str, str]:
+    query = "driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    values = [v.strip() for v in out.strip().split(",")]
+    if len(values) != 5:
+        return {}
+    keys = ("driver", "sm_clock_mhz", "sm_clock_max_mhz", "temperature_c", "power_w")
+    return dict(zip(keys, values, strict=True))
+
+
 def run_harness(
     bench_one_shape: BenchOneShape,
     columns: Sequence[str],
@@ -100,6 +132,7 @@ def run_harness(
     passed = sum(1 for row in rows if row["Check"] == PASS)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"summary_csv: {args.summary_csv}\ndevice: {name}\nshapes: {len(rows)}")
+    print("fingerprint: " + json.dumps(fingerprint(device), sort_keys=True))
     print(
         f"passed: {passed}\nfailed: {len(rows) - passed}\nall_pass: {str(passed == len(rows)).lower()}"
     )

@@ -46,6 +46,19 @@ _THRESHOLDS_SCHEMA: dict[str, Any] = {
     },
 }
 
+_INTERLEAVED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "min_pairs": {"type": "integer", "minimum": 2, "maximum": 100},
+        "max_pairs": {"type": "integer", "minimum": 2, "maximum": 200},
+        "budget_s": {"type": "number", "exclusiveMinimum": 0},
+        "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+        "min_effect_pct": {"type": "number", "minimum": 0, "maximum": 100},
+        "calibration_pairs": {"type": "integer", "minimum": 2, "maximum": 100},
+    },
+}
+
 _STRING_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _COMMAND = {"type": "string", "minLength": 1}
 
@@ -80,8 +93,9 @@ SCHEMA: dict[str, Any] = {
         "max_iterations": {"type": "integer", "minimum": 1, "maximum": MAX_ITERATIONS_LIMIT - 1},
         "timeout_s": {"type": "number", "exclusiveMinimum": 0},
         "protected_paths": _STRING_LIST,
-        "decision_policy": {"enum": ["seed"]},
+        "decision_policy": {"enum": ["seed", "interleaved"]},
         "thresholds": _THRESHOLDS_SCHEMA,
+        "interleaved": _INTERLEAVED_SCHEMA,
     },
 }
 
@@ -95,7 +109,10 @@ _HINTS = {
     "thresholds": "keys: core_regression_pct, noise_band_pct, noise_min_runs, "
     "noise_min_mean_pct, noise_max_std_ratio",
     "kernel_source": "a path or a list of paths to the kernel files, relative to the repo root",
-    "decision_policy": "`seed` (the seed's mechanical rule)",
+    "decision_policy": "`seed` (the seed's mechanical rule) or `interleaved` (A/B pairs, "
+    "confidence intervals, calibrated noise floors)",
+    "interleaved": "keys: min_pairs, max_pairs, budget_s, confidence, min_effect_pct, "
+    "calibration_pairs",
 }
 
 
@@ -108,6 +125,18 @@ class Thresholds:
     noise_min_runs: int = 3
     noise_min_mean_pct: float = 1.0
     noise_max_std_ratio: float = 0.5
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    """Settings of `decision_policy: interleaved` (kgit/judge/stats.py)."""
+
+    min_pairs: int = 4
+    max_pairs: int = 8
+    budget_s: float = 900.0  # sampling stops here even when the verdict is still unclear
+    confidence: float = 0.99
+    min_effect_pct: float = 1.0  # no shape's noise floor is set below this
+    calibration_pairs: int = 4  # A/A pairs at baseline
 
 
 @dataclass(frozen=True)
@@ -134,6 +163,7 @@ class Manifest:
     protected_paths: list[str] = field(default_factory=list)
     decision_policy: str = "seed"
     thresholds: Thresholds = field(default_factory=Thresholds)
+    interleaved: Interleaved = field(default_factory=Interleaved)
 
     @property
     def shape_labels(self) -> list[str]:
@@ -220,12 +250,19 @@ def _load_yaml(text: str, source: str) -> dict[str, Any]:
     return data
 
 
+def load_manifest_fields(text: str, source: str = "manifest") -> dict[str, Any]:
+    """A manifest's fields as YAML gives them, not validated yet (`kgit init` asks for the
+    missing ones before `parse_manifest` validates the whole)."""
+    return _load_yaml(text, source) if text.strip() else {}
+
+
 def _build(data: dict[str, Any]) -> Manifest:
     fields = {k: v for k, v in data.items() if k in SCHEMA["properties"]}
     fields["schema_version"] = MANIFEST_VERSION
     if isinstance(fields.get("kernel_source"), str):
         fields["kernel_source"] = [fields["kernel_source"]]
     fields["thresholds"] = Thresholds(**(fields.get("thresholds") or {}))
+    fields["interleaved"] = Interleaved(**(fields.get("interleaved") or {}))
     for key in ("representative_shapes", "protected_paths"):
         fields[key] = list(fields.get(key) or [])
     if not fields["protected_paths"]:

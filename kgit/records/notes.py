@@ -101,6 +101,8 @@ class RoundNote:
     decided_at: str | None = None
     rollback_reason: str | None = None
     harness_tail: str | None = None
+    fingerprint: dict[str, str] = field(default_factory=dict)  # GPU, driver, CUDA, torch, triton
+    statistics: dict[str, Any] = field(default_factory=dict)  # interleaved A/B evidence
 
     def to_text(self) -> str:
         import yaml  # kept off the read path: `kgit status` reads parsed notes from the cache
@@ -187,9 +189,15 @@ class CampaignState:
     protected: dict[str, str | None] = field(default_factory=dict)  # path -> blob sha at baseline
     representative: list[str] = field(default_factory=list)
     inactive: list[str] = field(default_factory=list)  # shapes failing at baseline
+    noise_floors: dict[str, float] = field(default_factory=dict)  # A/A-calibrated, per shape
+    fingerprint: dict[str, str] = field(default_factory=dict)  # the baseline's environment
     # Rounds rolled back before any commit (no commit to hold a note): round, hypothesis, reason.
     abandoned: list[dict[str, Any]] = field(default_factory=list)
     finished: bool = False
+    finished_at: str | None = None
+    # The last `kgit finish`: {"branch", "commit", "best"}; kept after a reopen as history.
+    final: dict[str, str] | None = None
+    reopened: list[str] = field(default_factory=list)  # when `round start --reopen` reopened it
 
     def to_json(self) -> bytes:
         return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode()

@@ -68,11 +68,13 @@ def _table(csv: bytes | None, note: RoundNote, frozen: tuple[str, ...] | None) -
         return None
 
 
-def load_rounds(campaign: Campaign, diff_paths: tuple[str, ...] = ()) -> list[RoundView]:
-    """Every round of CAMPAIGN in round order, abandoned ones included. DIFF_PATHS limits the
-    diffstats to those paths (the export limits them to the kernel source)."""
+def load_rounds(
+    campaign: Campaign, diff_paths: tuple[str, ...] = (), only: int | None = None
+) -> list[RoundView]:
+    """Every round of CAMPAIGN in round order, abandoned ones included (ONLY: that round).
+    DIFF_PATHS limits the diffstats to those paths (the export limits them to the kernel)."""
     repo = campaign.repo
-    rounds = campaign.all_rounds()
+    rounds = [(c, n) for c, n in campaign.all_rounds() if only in (None, n.round)]
     commits = [c for c, _ in rounds]
     bench_blobs = repo.notes_list(campaign.refs.bench_notes)
     wanted = {c: bench_blobs[c] for c in commits if c in bench_blobs}
@@ -100,6 +102,8 @@ def load_rounds(campaign: Campaign, diff_paths: tuple[str, ...] = ()) -> list[Ro
             )
         )
     for lost in campaign.state.abandoned:
+        if only not in (None, lost["round"]):
+            continue
         views.append(
             RoundView(
                 number=lost["round"],
@@ -110,3 +114,8 @@ def load_rounds(campaign: Campaign, diff_paths: tuple[str, ...] = ()) -> list[Ro
             )
         )
     return sorted(views, key=lambda view: view.number)
+
+
+def load_round(campaign: Campaign, number: int) -> RoundView | None:
+    found = load_rounds(campaign, only=number)
+    return found[0] if found else None

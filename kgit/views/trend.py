@@ -8,6 +8,7 @@ measured, recomputed from the byte-exact bench CSVs.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,14 +51,18 @@ class TrendLayout:
     def for_metric(cls, metric: str) -> TrendLayout:
         if memory_bound(metric):
             columns = tuple((k, h.format(metric=metric)) for k, h in MEMORY_COLUMNS)
-            cell = (("fwd", "fwd_gbs_avg"), ("bwd", "bwd_gbs_avg"))
+            cell: tuple[tuple[str, str], ...] = (("fwd", "fwd_gbs_avg"), ("bwd", "bwd_gbs_avg"))
             return cls(columns, "primary", metric, cell)
         cell = (("step", "combined_step"), ("fwd", "fwd_avg"), ("bwd", "bwd_avg"))
         return cls(GEMM_COLUMNS, "combined_step", "Combined Step TFLOPS", cell)
 
     @property
     def headers(self) -> list[str]:
-        return ["Round", "Status", "Description", *(h for _, h in self.columns)] + [
+        return [
+            "Round",
+            "Status",
+            "Description",
+            *(h for _, h in self.columns),
             "vs Baseline",
             "Key Finding",
         ]
@@ -67,7 +72,9 @@ def restrict(table: BenchTable, labels: set[str]) -> BenchTable:
     return BenchTable(table.header, tuple(r for r in table.rows if r.label in labels))
 
 
-def side_metrics(table: BenchTable, metric: str, labels: set[str] | None = None) -> dict[str, float]:
+def side_metrics(
+    table: BenchTable, metric: str, labels: set[str] | None = None
+) -> dict[str, float]:
     """The trend columns of TABLE (on LABELS): diagnostics plus the primary aggregate."""
     part = restrict(table, labels) if labels is not None else table
     out = diagnostics(part) if part.rows else {}
@@ -143,7 +150,7 @@ def monotonic_check(views: list[RoundView], metric: str) -> dict[str, Any]:
     layout = TrendLayout.for_metric(metric)
     accepted = [v for v in views if v.accepted]
     steps, offending, unchecked = [], [], []
-    for previous, view in zip(accepted, accepted[1:], strict=False):
+    for previous, view in itertools.pairwise(accepted):
         pair = compared(view, previous, metric)
         if pair is None or layout.rule_key not in pair[0] or layout.rule_key not in pair[1]:
             unchecked.append(view.number)

@@ -1,0 +1,411 @@
+"""Final acceptance (`kgit finish`): the seed's acceptance back in the project, enforced.
+
+1. The best line's diff against the campaign base touches only `kernel_source` (anything else is
+   listed and must be allowed by the user).
+2. The project's full test suite (`acceptance_command`) passes on the best line.
+3. Full validation: the quick harness on every target shape, judged against the baseline with the
+   seed's rule (every shape PASS, the aggregate improved, no core shape down past the limit).
+4. A branch `kgit/<campaign>/final` ready to merge or open as a pull request: one commit per
+   accepted round (several commits of one round squashed), built with commit-tree from the round
+   commits' trees, each message carrying the round's hypothesis and result (from its note).
+5. The final report in notes `refs/notes/kgit/<campaign>/final` on the best line's tip and in the
+   campaign record (`final/report.md`, `final/benchmark.csv`); the campaign marked finished.
+
+Checks 1-3 run before anything is written; any failure refuses with every reason listed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgit.engine.gate import Say
+from kgit.engine.measure import HarnessError, Measurement, measure, require_clean
+from kgit.engine.runner import run_command
+from kgit.engine.store import Campaign, now
+from kgit.errors import KgitError
+from kgit.gitdoor import Repo
+from kgit.judge.verdict import REMEASURE, seed_verdict
+from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
+
+Confirm = Callable[[list[str]], bool]
+
+
+def final_branch(campaign: Campaign) -> str:
+    return f"refs/heads/kgit/{campaign.name}/final"
+
+
+def final_notes(campaign: Campaign) -> str:
+    return f"refs/notes/kgit/{campaign.name}/final"
+
+
+@dataclass
+class Acceptance:
+    """What the checks found; `reasons` empty means accepted."""
+
+    changed: list[str]
+    outside: list[str]  # changed paths outside kernel_source, allowed by the user
+    suite_command: str
+    suite_ok: bool
+    suite_seconds: float
+    runs: list[Measurement] = field(default_factory=list)
+    verdict_reasons: list[str] = field(default_factory=list)
+    aggregate: float | None = None
+    baseline_aggregate: float | None = None
+    gain_pct: float | None = None
+    shapes: list[dict[str, Any]] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def finish_campaign(
+    campaign: Campaign,
+    say: Say,
+    *,
+    allow_paths: Sequence[str] = (),
+    confirm: Confirm | None = None,
+    render: Callable[[Campaign, dict[str, Any]], str],
+    echo: bool = False,
+) -> dict[str, Any]:
+    """Accept the campaign's best line, or refuse with every reason. RENDER turns the
+    campaign and the acceptance facts into the Markdown recorded in the notes (the CLI passes a
+    view: the engine imports no view)."""
+    _require_finishable(campaign)
+    repo = campaign.repo
+    require_clean(repo, "finish")
+    best = campaign.best_tip()
+    if repo.current_branch() != campaign.refs.best:
+        repo.switch(campaign.refs.best)
+    changed, outside = _check_scope(campaign, best, allow_paths, confirm)
+    say(f"final acceptance of {campaign.name} at {best[:10]} ({len(changed)} file(s) changed)")
+    check = _acceptance(campaign, best, say, echo=echo)
+    check.changed, check.outside = changed, outside
+    if check.reasons:
+        raise KgitError(
+            f"final acceptance refused: {len(check.reasons)} check(s) failed:\n  "
+            + "\n  ".join(check.reasons),
+            hint="fix it in a new round (kgit round start), then kgit finish again",
+        )
+    rounds = campaign.all_rounds()
+    commits = _final_commits(campaign, best, rounds)
+    data = report_data(campaign, rounds, check, best, commits)
+    finished = campaign.reload()  # the report describes the campaign as it will be recorded
+    finished.state.finished = True
+    report = render(finished, data)
+    with repo.write_lock():
+        current = campaign.reload()
+        if current.state.finished or current.best_tip() != best:
+            raise KgitError("the campaign changed while kgit finish ran", hint="kgit status")
+        tip = _write_final_branch(current, commits, best)
+        repo.note_write(final_notes(current), best, report.encode())
+        current.state.finished = True
+        current.state.finished_at = now()
+        current.state.final = {"branch": final_branch(current), "commit": tip, "best": best}
+        extra = {"final/report.md": report.encode()}
+        extra.update({f"final/benchmark-{i}.csv": r.csv for i, r in enumerate(check.runs, 1)})
+        current.save("campaign finished", extra)
+    return {**data, "final_commit": tip, "report": report}
+
+
+def _require_finishable(campaign: Campaign) -> None:
+    state = campaign.state
+    if not state.baselined:
+        raise KgitError("the campaign has no baseline yet", hint="kgit baseline")
+    if state.finished:
+        raise KgitError(
+            f"campaign {campaign.name} is already finished",
+            hint=f"the branch to merge is kgit/{campaign.name}/final; "
+            'kgit round start --reopen "HYPOTHESIS" continues the campaign',
+        )
+    if state.open_round is not None:
+        raise KgitError(
+            f"round-{state.open_round.number} is still in progress",
+            hint="kgit round accept or kgit round rollback first",
+        )
+
+
+# -- 1. the diff holds only the kernel ------------------------------------------------------------
+
+
+def in_kernel_source(path: str, sources: Sequence[str]) -> bool:
+    """PATH is one of SOURCES, under one of them (a folder), or matches one (a glob)."""
+    for source in sources:
+        folder = source.rstrip("/") + "/"
+        if path == source or path.startswith(folder) or fnmatch.fnmatchcase(path, source):
+            return True
+    return False
+
+
+def _check_scope(
+    campaign: Campaign, best: str, allow_paths: Sequence[str], confirm: Confirm | None
+) -> tuple[list[str], list[str]]:
+    changed = campaign.repo.changed_paths(campaign.state.base, best)
+    outside = [p for p in changed if not in_kernel_source(p, campaign.manifest.kernel_source)]
+    unconfirmed = [p for p in outside if not in_kernel_source(p, allow_paths)]
+    if unconfirmed and not (confirm is not None and confirm(unconfirmed)):
+        listed = "\n  ".join(unconfirmed)
+        allow = " ".join(f"--allow-path {p}" for p in unconfirmed)
+        raise KgitError(
+            f"the best line changes {len(unconfirmed)} file(s) outside kernel_source "
+            f"({', '.join(campaign.manifest.kernel_source) or 'none declared'}):\n  {listed}",
+            hint=f"if they belong in the final change: kgit finish {allow}; otherwise remove "
+            "them in a new round",
+        )
+    return changed, outside
+
+
+# -- 2 and 3. the full suite and the full validation ---------------------------------------------
+
+
+def _acceptance(campaign: Campaign, best: str, say: Say, *, echo: bool) -> Acceptance:
+    manifest = campaign.manifest
+    root, timeout = campaign.repo.root, manifest.timeout_s
+    reasons: list[str] = []
+    if manifest.rebuild_command:
+        say(f"rebuild: `{manifest.rebuild_command}`")
+        built = run_command(manifest.rebuild_command, root, timeout, echo=echo)
+        if not built.ok:
+            raise KgitError("the rebuild command failed", details=built.tail[-4000:])
+    command = manifest.acceptance_command or manifest.test_command
+    if not manifest.acceptance_command:
+        say("warning: no acceptance_command in the manifest: running test_command as the suite")
+    say(f"test suite: `{command}`")
+    suite = run_command(command, root, timeout, echo=echo)
+    if not suite.ok:
+        why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
+        reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
+    check = Acceptance([], [], command, suite.ok, round(suite.seconds, 3), reasons=reasons)
+    _full_validation(campaign, best, check, say, echo=echo)
+    return check
+
+
+def _full_validation(
+    campaign: Campaign, best: str, check: Acceptance, say: Say, *, echo: bool
+) -> None:
+    rounds = campaign.all_rounds()
+    baseline = rounds[0][1].values() if rounds else {}
+    labels = [label for label in campaign.manifest.shape_labels if label in baseline]
+    shapes = campaign.manifest.shapes_for(labels)
+    frozen = tuple(campaign.state.frozen_header or ())
+    say(f"full validation on all {len(labels)} active target shapes against the baseline")
+    try:
+        while True:
+            check.runs.append(measure(campaign, shapes, frozen, say, echo=echo))
+            verdict = seed_verdict(
+                [r.score for r in check.runs],
+                {label: baseline[label] for label in labels},
+                campaign.manifest.thresholds,
+            )
+            if verdict.decision != REMEASURE:
+                break
+            say(verdict.reasons[-1])
+    except HarnessError as exc:
+        check.reasons.append(f"full validation: {exc.message}")
+        return
+    # The judge compares with "best"; here the reference is the baseline.
+    check.verdict_reasons = [r.replace("vs best", "vs baseline") for r in verdict.reasons]
+    check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.best_aggregate
+    check.gain_pct = verdict.gain_pct
+    check.shapes = [
+        {"label": label, "baseline": baseline[label], "final": value, "delta_pct": delta}
+        for label in labels
+        for value, delta in [(_mean(check.runs, label), verdict.shape_deltas.get(label))]
+    ]
+    if best == campaign.state.base:
+        failing = [r for r in verdict.reasons if r.startswith("correctness gate")]
+        check.reasons += [f"full validation: {r}" for r in failing]
+    elif not verdict.accepts:
+        check.reasons += [
+            f"full validation against the baseline: {r}" for r in check.verdict_reasons
+        ]
+
+
+def _mean(runs: list[Measurement], label: str) -> float | None:
+    values = [r.score.values[label] for r in runs if label in r.score.values]
+    return sum(values) / len(values) if len(values) == len(runs) else None
+
+
+# -- 4. the branch to merge ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FinalCommit:
+    """One commit of the final branch: an accepted round, its commits squashed."""
+
+    round: int
+    source: str  # the round's commit on the best line
+    tree: str
+    squashed: int  # how many best-line commits it stands for
+    message: str
+    author: tuple[str, str, str]  # name, email, date (raw) of the round's last commit
+
+
+def _final_commits(
+    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]]
+) -> list[FinalCommit]:
+    repo, base = campaign.repo, campaign.state.base
+    accepted = [
+        (commit, note)
+        for commit, note in rounds
+        if note.status in ACCEPTING and commit != base and repo.is_ancestor(commit, best)
+    ]
+    messages = repo.commit_messages([c for c, _ in accepted])
+    authors = _authors(repo, [c for c, _ in accepted])
+    result, previous = [], base
+    for commit, note in accepted:
+        subjects = _subjects(repo, previous, commit)
+        message = _round_message(campaign, note, messages[commit], subjects, commit)
+        result.append(
+            FinalCommit(
+                note.round, commit, repo.tree_of(commit), len(subjects), message, authors[commit]
+            )
+        )
+        previous = commit
+    if previous != best:
+        raise KgitError(
+            f"the best line's tip {best[:10]} is not an accepted round's commit",
+            hint="kgit log shows the lineage; the best line moves only by kgit round accept",
+        )
+    return result
+
+
+def _subjects(repo: Repo, old: str, new: str) -> list[str]:
+    out = repo.git("log", "--first-parent", "-z", "--format=%s", f"{old}..{new}")
+    return [s.decode(errors="replace") for s in out.split(b"\0") if s][::-1]
+
+
+def _authors(repo: Repo, shas: list[str]) -> dict[str, tuple[str, str, str]]:
+    if not shas:
+        return {}
+    out = repo.git(
+        "log", "--no-walk=unsorted", "--stdin", "-z", "--date=raw",
+        "--format=%H%x01%an%x01%ae%x01%ad",
+        input="".join(f"{sha}\n" for sha in shas).encode(),
+    )  # fmt: skip
+    authors = {}
+    for entry in out.decode(errors="replace").split("\0"):
+        if entry.strip():
+            sha, name, email, date = entry.strip().split("\x01")
+            authors[sha] = (name, email, date)
+    return authors
+
+
+def _round_message(
+    campaign: Campaign, note: RoundNote, original: str, subjects: list[str], commit: str
+) -> str:
+    manifest = campaign.manifest
+    prefix = f"[optimize] {manifest.target_op} {manifest.target_backend} round-{note.round}: "
+    first = original.strip().splitlines()[0] if original.strip() else ""
+    if len(subjects) == 1 and first:
+        subject = first if first.startswith("[optimize]") else prefix + first
+    else:
+        subject = prefix + note.hypothesis
+    body = [f"Hypothesis: {note.hypothesis}", f"Result: {result_line(note)}"]
+    if len(subjects) > 1:
+        body += ["", f"Squashes {len(subjects)} commits:", *(f"  - {s}" for s in subjects)]
+    trailers = [
+        f"Kgit-Campaign: {campaign.name}",
+        f"Kgit-Round: {note.round}",
+        f"Kgit-Round-Commit: {commit}",
+    ]
+    return "\n".join([subject, "", *body, "", *trailers]) + "\n"
+
+
+def result_line(note: RoundNote) -> str:
+    """`ACCEPTED: Forward TFLOPS 110 (+10.000% vs best, +10.000% vs baseline; quick validation)`"""
+    parts = []
+    if note.delta_vs_best_pct is not None:
+        parts.append(f"{note.delta_vs_best_pct:+.3f}% vs best")
+    if note.delta_vs_baseline_pct is not None:
+        parts.append(f"{note.delta_vs_baseline_pct:+.3f}% vs baseline")
+    value = f" {note.aggregate:.4g}" if note.aggregate is not None else ""
+    return (
+        f"{note.status}: {note.metric}{value} ({', '.join(parts)}; {note.level} validation)"
+        if parts
+        else f"{note.status}: {note.metric}{value} ({note.level} validation)"
+    )
+
+
+def _write_final_branch(campaign: Campaign, commits: list[FinalCommit], best: str) -> str:
+    """Commit the final branch (CAS on its ref) and return its tip. Authors are the rounds'
+    authors; the committer is kgit, so the branch works in a repository with no identity."""
+    repo, tip = campaign.repo, campaign.state.base
+    for final in commits:
+        name, email, date = final.author
+        ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date}
+        ident |= {"GIT_COMMITTER_NAME": "kgit", "GIT_COMMITTER_EMAIL": "kgit@localhost"}
+        out = repo.git(
+            "commit-tree", final.tree, "-p", tip, input=final.message.encode(), env_extra=ident
+        )
+        tip = out.decode().strip()
+    if repo.tree_of(tip) != repo.tree_of(best):
+        raise KgitError("internal: the final branch's tree differs from the best line's")
+    ref = final_branch(campaign)
+    repo.update_ref(ref, tip, repo.rev_parse(ref), f"kgit: {campaign.name} final")
+    return tip
+
+
+# -- 5. the report's facts ------------------------------------------------------------------------
+
+
+def report_data(
+    campaign: Campaign,
+    rounds: list[tuple[str, RoundNote]],
+    check: Acceptance,
+    best: str,
+    commits: list[FinalCommit],
+) -> dict[str, Any]:
+    from kgit.engine.tips import tips_for
+
+    manifest = campaign.manifest
+    lessons = [t for t in tips_for(campaign) if t.campaign == campaign.name]
+    return {
+        "campaign": campaign.name,
+        "target": {
+            "op": manifest.target_op,
+            "backend": manifest.target_backend,
+            "gpu": manifest.target_gpu,
+            "metric": manifest.primary_metric,
+        },
+        "base": campaign.state.base,
+        "best": best,
+        "aggregate": check.aggregate,
+        "baseline_aggregate": check.baseline_aggregate,
+        "gain_pct": check.gain_pct,
+        "shapes": check.shapes,
+        "verdict": check.verdict_reasons,
+        "suite": {"command": check.suite_command, "passed": check.suite_ok},
+        "suite_seconds": check.suite_seconds,
+        "changed": check.changed,
+        "allowed_outside_kernel_source": check.outside,
+        "accepted": [
+            {"round": n.round, "status": n.status, "hypothesis": n.hypothesis, "commit": c}
+            for c, n in rounds
+            if n.status in ACCEPTING
+        ],
+        "did_not_work": _did_not_work(campaign, rounds),
+        "lessons": [t.to_dict() for t in lessons],
+        "final_branch": final_branch(campaign),
+        "final_notes": final_notes(campaign),
+        "final_rounds": [
+            {"round": f.round, "source": f.source, "squashed": f.squashed} for f in commits
+        ],
+    }
+
+
+def _did_not_work(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
+    rows = [
+        {
+            "round": n.round,
+            "hypothesis": n.hypothesis,
+            "why": n.rollback_reason or "; ".join(n.reasons[:2]),
+        }
+        for _, n in rounds
+        if n.status == ROLLED_BACK
+    ]
+    rows += [
+        {"round": lost["round"], "hypothesis": lost["hypothesis"], "why": lost.get("reason") or ""}
+        for lost in campaign.state.abandoned
+    ]
+    return sorted(rows, key=lambda row: row["round"])

@@ -1,0 +1,142 @@
+"""Verdicts that hold under noise: interleaved A/B pairs, confidence intervals, calibrated floors.
+
+A validation under `decision_policy: interleaved` runs the harness on the best line (A) and on
+the candidate (B) alternately; pair k gives, per shape, the log-ratio log(B_k / A_k). Drift of the
+machine (clocks, heat, other tenants) hits A and B of a pair alike and cancels in the ratio.
+
+Per shape, the mean log-ratio gets a Student-t confidence interval. A shape (or the aggregate, the
+geometric mean over shapes) is called
+  - "better" / "worse" only when the interval excludes no change *and* the estimated change is
+    past the shape's noise floor (as asv flags a change only when it is both statistically
+    different and past a factor);
+  - "no change" when the interval lies inside ± the floor;
+  - "inconclusive" otherwise: more pairs are needed, and an inconclusive gain is never accepted.
+The floor of a shape is calibrated at baseline from A/A pairs (the best line against itself): the
+standard deviation of one pair's log-ratio, never under `min_effect_pct`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+BETTER, WORSE, NO_CHANGE, INCONCLUSIVE = "better", "worse", "no change", "inconclusive"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The candidate/best ratio of one shape (or of the aggregate) over n pairs."""
+
+    ratio: float  # exp(mean log-ratio): 1.03 = 3% higher metric = faster
+    low: float
+    high: float
+    n: int
+    floor: float  # relative noise floor used (0.02 = 2%)
+    call: str
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+
+def t_quantile(confidence: float, dof: int) -> float:
+    """Two-sided Student-t quantile (scipy is imported only when a verdict needs it)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.5 + confidence / 2.0, dof))
+
+
+def estimate(log_ratios: list[float], floor: float, confidence: float) -> Estimate:
+    n = len(log_ratios)
+    mean = statistics.fmean(log_ratios)
+    if n < 2:
+        return Estimate(math.exp(mean), 0.0, math.inf, n, floor, INCONCLUSIVE)
+    half = t_quantile(confidence, n - 1) * statistics.stdev(log_ratios) / math.sqrt(n)
+    low, high = mean - half, mean + half
+    margin = math.log1p(floor)
+    if low > 0 and mean > margin:
+        call = BETTER
+    elif high < 0 and mean < -margin:
+        call = WORSE
+    elif -margin < low and high < margin:
+        call = NO_CHANGE
+    else:
+        call = INCONCLUSIVE
+    return Estimate(math.exp(mean), math.exp(low), math.exp(high), n, floor, call)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One A/B pair: the metric per PASS shape for best (a) and candidate (b)."""
+
+    a: dict[str, float]
+    b: dict[str, float]
+
+
+def log_ratios(pairs: list[Pair], label: str) -> list[float]:
+    return [math.log(p.b[label] / p.a[label]) for p in pairs]
+
+
+def aggregate_log_ratios(pairs: list[Pair], labels: list[str]) -> list[float]:
+    """Per pair, the log of the geomean ratio = the mean of the shapes' log-ratios."""
+    return [statistics.fmean(math.log(p.b[s] / p.a[s]) for s in labels) for p in pairs]
+
+
+def calibrate_floors(
+    pairs: list[Pair], labels: list[str], min_effect_pct: float
+) -> dict[str, float]:
+    """Per-shape noise floors from A/A pairs: the sd of one pair's log-ratio (relative)."""
+    floors = {}
+    for label in labels:
+        values = log_ratios(pairs, label)
+        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        floors[label] = max(min_effect_pct / 100.0, math.expm1(spread))
+    return floors
+
+
+def aggregate_floor(floors: dict[str, float], labels: list[str], min_effect_pct: float) -> float:
+    """The aggregate's floor: shapes' log-ratio sds average in the geomean (independent shapes)."""
+    spread = math.sqrt(sum(math.log1p(floors[s]) ** 2 for s in labels)) / len(labels)
+    return max(min_effect_pct / 100.0, math.expm1(spread))
+
+
+@dataclass(frozen=True)
+class ABJudgement:
+    """The interleaved verdict's evidence: per-shape estimates and the aggregate's."""
+
+    shapes: dict[str, Estimate]
+    aggregate: Estimate
+    settled: bool  # True when more pairs would not change the decision's basis
+    notes: list[str] = field(default_factory=list)
+
+
+def judge_pairs(
+    pairs: list[Pair],
+    labels: list[str],
+    floors: dict[str, float],
+    *,
+    confidence: float,
+    min_effect_pct: float,
+    core_regression_pct: float,
+) -> ABJudgement:
+    shapes = {s: estimate(log_ratios(pairs, s), floors[s], confidence) for s in labels}
+    agg_floor = aggregate_floor(floors, labels, min_effect_pct)
+    aggregate = estimate(aggregate_log_ratios(pairs, labels), agg_floor, confidence)
+    unsure = unsure_regressions(shapes, core_regression_pct)
+    # Settled: the aggregate is called, and a gain is not hiding a shape whose interval still
+    # reaches a core regression (which would turn the accept into a rollback).
+    settled = aggregate.call != INCONCLUSIVE and not (aggregate.call == BETTER and unsure)
+    return ABJudgement(shapes, aggregate, settled)
+
+
+def unsure_regressions(shapes: dict[str, Estimate], core_regression_pct: float) -> list[str]:
+    """Shapes not yet called whose interval still reaches a core regression. A shape cannot be
+    resolved much below its own noise: the limit is the larger of the core regression and twice
+    the shape's A/A floor (a tiny, launch-bound shape would otherwise block every accept)."""
+    unsure = []
+    for label, e in shapes.items():
+        limit = 1.0 - max(core_regression_pct / 100.0, 2.0 * e.floor)
+        if e.call == INCONCLUSIVE and e.low <= limit:
+            unsure.append(label)
+    return unsure

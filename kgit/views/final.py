@@ -1,0 +1,107 @@
+"""The final report `kgit finish` records: a compact Markdown summary of the campaign (target,
+result per shape, the accepted lineage, the directions that did not work and their lessons, the
+acceptance checks, the branch to merge). `kgit report` renders the full one."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from kgit.views.lineage import github_table
+
+if TYPE_CHECKING:
+    from kgit.engine.store import Campaign
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}%"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def render_final_report(data: dict[str, Any]) -> str:
+    target = data["target"]
+    lines = [
+        f"# kgit campaign {data['campaign']}: final acceptance",
+        "",
+        f"{target['op']} on {target['backend']}"
+        + (f", {target['gpu']}" if target["gpu"] else "")
+        + f"; metric {target['metric']}.",
+        "",
+        f"**Result:** {_num(data['aggregate'])} vs baseline {_num(data['baseline_aggregate'])}"
+        f" ({_pct(data['gain_pct'])}), full validation on {len(data['shapes'])} shape(s).",
+        "",
+    ]
+    if data["shapes"]:
+        rows = [
+            [s["label"], _num(s["baseline"]), _num(s["final"]), _pct(s["delta_pct"])]
+            for s in data["shapes"]
+        ]
+        lines += [github_table(["shape", "baseline", "final", "delta"], rows), ""]
+    lines += ["## Accepted rounds", ""]
+    lines += [f"- round-{r['round']} {r['status']}: {r['hypothesis']}" for r in data["accepted"]]
+    lines += ["- none: the best line is the baseline"] if not data["accepted"] else []
+    lines += ["", "## Directions that did not work", ""]
+    lines += [
+        f"- round-{r['round']}: {r['hypothesis']}" + (f" ({r['why']})" if r["why"] else "")
+        for r in data["did_not_work"]
+    ] or ["- none"]
+    if data["lessons"]:
+        lines += ["", "## Lessons recorded (kgit tips)", ""]
+        lines += [
+            f"- {t['takeaway']} (signal: {t['signal']}; applies: {t['applicability']})"
+            for t in data["lessons"]
+        ]
+    suite = data["suite"]
+    lines += [
+        "",
+        "## Acceptance",
+        "",
+        f"- test suite `{suite['command']}`: {'passed' if suite['passed'] else 'FAILED'}",
+        f"- full validation: {'; '.join(data['verdict']) or '-'}",
+        f"- diff against the campaign base: {len(data['changed'])} file(s)"
+        + (
+            f"; outside kernel_source, allowed: {', '.join(data['allowed_outside_kernel_source'])}"
+            if data["allowed_outside_kernel_source"]
+            else ", all in kernel_source"
+        ),
+        f"- branch to merge: `{data['final_branch'].removeprefix('refs/heads/')}` "
+        f"({len(data['final_rounds'])} commit(s), one per accepted round)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_final_note(campaign: Campaign, data: dict[str, Any]) -> str:
+    """What `kgit finish` records: the acceptance summary, then the full `kgit report`."""
+    summary = render_final_report(data)
+    try:
+        from kgit.views.document import to_markdown
+        from kgit.views.report import report_data, report_document
+
+        full = to_markdown(report_document(report_data(campaign)))
+    except Exception as exc:  # a view's bug must not block an acceptance whose checks passed
+        print(
+            f"kgit: warning: full report not rendered ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+        )
+        return summary
+    return summary + "\n---\n\n" + full
+
+
+def render_finish(result: dict[str, Any]) -> str:
+    branch = result["final_branch"].removeprefix("refs/heads/")
+    squashed = [f"round-{r['round']}" for r in result["final_rounds"] if r["squashed"] > 1]
+    lines = [
+        f"campaign {result['campaign']} finished: {result['target']['metric']} "
+        f"{_num(result['aggregate'])} vs baseline {_num(result['baseline_aggregate'])} "
+        f"({_pct(result['gain_pct'])}) on all {len(result['shapes'])} shapes",
+        f"test suite passed: `{result['suite']['command']}`",
+        f"final branch {branch} at {result['final_commit'][:10]}: "
+        f"{len(result['final_rounds'])} commit(s), one per accepted round"
+        + (f" ({', '.join(squashed)} squashed)" if squashed else ""),
+        f"report: git notes --ref={result['final_notes']} show {result['best'][:10]}",
+        f"next: git push origin {branch} (open a pull request), or git merge {branch}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,361 @@
+"""`kgit report`: the campaign's REPORT phase, from the git record alone.
+
+Data first (`report_data`, the `--json` output), then one document (`report_document`) that
+renders to Markdown or to a self-contained HTML page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kgit.engine.store import Campaign
+from kgit.records.notes import ROLLED_BACK
+from kgit.views.audit import PATTERNS, added_lines, audit_diff
+from kgit.views.document import Block, Bullets, Document, Heading, Image, Para, Table
+from kgit.views.record import RoundView, load_rounds
+from kgit.views.summary import num, signed, summary_blocks, summary_data
+from kgit.views.trend import (
+    TrendLayout,
+    best_vs_baseline,
+    memory_bound,
+    monotonic_check,
+    trend_rows,
+    vs_baseline_cell,
+)
+
+OK, NO = "✅", "❌"
+
+
+def _target(campaign: Campaign) -> dict[str, Any]:
+    m, state = campaign.manifest, campaign.state
+    return {
+        "op": m.target_op,
+        "backend": m.target_backend,
+        "lang": m.target_lang,
+        "gpu": m.target_gpu,
+        "execution_mode": m.execution_mode,
+        "metric": m.primary_metric,
+        "policy": m.decision_policy,
+        "thresholds": vars(m.thresholds),
+        "shapes": m.target_shapes,
+        "representative_shapes": state.representative,
+        "inactive_shapes": state.inactive,
+        "kernel_source": m.kernel_source,
+        "performance_target": m.performance_target,
+        "max_iterations": m.max_iterations,
+        "base": state.base,
+        "created": state.created,
+    }
+
+
+def _termination(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
+    target = campaign.manifest.performance_target
+    best_agg = best.note.aggregate if best is not None and best.note is not None else None
+    numeric = isinstance(target, (int, float)) and not isinstance(target, bool)
+    reached = isinstance(target, (int, float)) and best_agg is not None and best_agg >= target
+    used = campaign.state.next_round - 1
+    return {
+        "target": {
+            "target": target,
+            "best_aggregate": best_agg,
+            "reached": bool(numeric and reached),
+            "checkable": numeric,
+        },
+        "hardware_efficiency": {"reached": False, "measured": False},
+        "max_iterations": {
+            "used": used,
+            "max": campaign.manifest.max_iterations,
+            "reached": used >= campaign.manifest.max_iterations,
+        },
+        "user_stop": {"reached": campaign.state.finished},
+    }
+
+
+def _applicability(campaign: Campaign, best_commit: str) -> dict[str, Any]:
+    diff = campaign.repo.diff_text(campaign.state.base, best_commit)
+    added = added_lines(diff)
+    return {
+        "diff": f"{campaign.state.base[:10]}..{best_commit[:10]}",
+        "files": sorted({path for path, _, _ in added}),
+        "added_lines": len(added),
+        "patterns": [name for name, _, _ in PATTERNS],
+        "findings": [vars(f) | {"where": f.where} for f in audit_diff(diff)],
+        "training_step_measured": False,
+    }
+
+
+def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str, Any]:
+    views = load_rounds(campaign)
+    metric = campaign.manifest.primary_metric
+    best_commit = campaign.best_at_load or campaign.best_tip()
+    best = next((v for v in views if v.commit == best_commit), None)
+    baseline = next((v for v in views if v.is_baseline), None)
+    base_agg = baseline.note.aggregate if baseline and baseline.note else None
+    best_agg = best.note.aggregate if best and best.note else None
+    return {
+        "campaign": campaign.name,
+        "target": _target(campaign),
+        "baseline": summary_data(baseline) if baseline else None,
+        "rounds": [summary_data(v) for v in views if not v.is_baseline],
+        "best": {
+            "round": best.number if best else None,
+            "commit": best_commit,
+            "hypothesis": best.hypothesis if best else None,
+            "aggregate": best_agg,
+            "vs_baseline_pct": best.note.delta_vs_baseline_pct
+            if best and best.note and not best.is_baseline
+            else (0.0 if best and best.is_baseline else None),
+        },
+        "did_not_work": [
+            {"round": v.number, "hypothesis": v.hypothesis, "reason": v.rollback_reason}
+            for v in views
+            if v.status == ROLLED_BACK
+        ],
+        "memory_bound": memory_bound(metric),
+        "trend": trend_rows(views, metric),
+        "rule9": monotonic_check(views, metric),
+        "best_vs_baseline": best_vs_baseline(views, best_commit),
+        "termination": _termination(campaign, best),
+        "applicability": _applicability(campaign, best_commit),
+        "plots": [str(p) for p in plots or []],
+        "_views": views,  # for the plots; dropped from the JSON
+        "_baseline_full_aggregate": base_agg,
+    }
+
+
+def public(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+# -- the document ----------------------------------------------------------------------------
+
+
+def _target_blocks(data: dict[str, Any]) -> list[Block]:
+    t = data["target"]
+    shapes = ", ".join(
+        s["label"] + (f" ({s['M']}×{s['N']}×{s['K']})" if {"M", "N", "K"} <= set(s) else "")
+        for s in t["shapes"]
+    )
+    th = t["thresholds"]
+    return [
+        Heading(2, "Target"),
+        Bullets(
+            [
+                f"Op: `{t['op']}`, backend {t['backend']}"
+                + (f" ({t['lang']})" if t["lang"] else "")
+                + f", GPU: {t['gpu'] or 'not recorded'}, {t['execution_mode']}",
+                f"Primary metric: **{t['metric']}** (geomean over PASS shapes)",
+                f"Decision policy: `{t['policy']}` (core shape down ≥{th['core_regression_pct']}% "
+                f"rolls back; improvements under {th['noise_band_pct']}% re-measured)",
+                f"Target shapes ({len(t['shapes'])}): {shapes}",
+                "Representative (quick) shapes: " + (", ".join(t["representative_shapes"]) or "-"),
+                "Kernel source: " + (", ".join(f"`{p}`" for p in t["kernel_source"]) or "-"),
+                f"Performance target: {t['performance_target'] or 'not set'}; "
+                f"max_iterations: {t['max_iterations']}",
+                f"Campaign base: `{t['base'][:10]}`, created {t['created']}",
+            ]
+        ),
+    ]
+
+
+def _baseline_blocks(data: dict[str, Any]) -> list[Block]:
+    base = data["baseline"]
+    if base is None:
+        return [Heading(2, "Baseline"), Para("No baseline recorded.")]
+    rows = [
+        [
+            s["shape"],
+            s["check"],
+            num(s["value"]),
+            ", ".join(f"{k} {v:.1f}" for k, v in s["snr_db"].items()) or "-",
+        ]
+        for s in base["shapes"]
+    ]
+    return [
+        Heading(2, "Baseline (round-1)"),
+        Para(
+            f"Commit `{(base['commit'] or '')[:10]}`, full validation: aggregate "
+            f"**{num(base['aggregate'])}** {data['target']['metric']}."
+        ),
+        Table(["shape", "check", data["target"]["metric"], "SNR (dB)"], rows),
+    ]
+
+
+def _best_blocks(data: dict[str, Any]) -> list[Block]:
+    best = data["best"]
+    if best["round"] is None:
+        text = f"The best line is at `{best['commit'][:10]}`, which holds no round record."
+    elif best["round"] == 1:
+        text = "The best line is still the baseline: no round was accepted."
+    else:
+        text = (
+            f"round-{best['round']} (`{best['commit'][:10]}`): {best['hypothesis']} — aggregate "
+            f"**{num(best['aggregate'])}**, {signed(best['vs_baseline_pct'])} vs baseline "
+            "on its shapes."
+        )
+    blocks: list[Block] = [Heading(2, "Current best"), Para(text)]
+    failed = [
+        f"round-{r['round']}: {r['hypothesis']} — {r['reason'] or 'no reason recorded'}"
+        for r in data["did_not_work"]
+    ]
+    blocks += [
+        Heading(2, "Directions that did not work"),
+        Bullets(failed) if failed else Para("None."),
+    ]
+    return blocks
+
+
+def trend_blocks(data: dict[str, Any]) -> list[Block]:
+    """The trend table and the rule-9 line; DATA needs target.metric, memory_bound, trend, rule9."""
+    layout = TrendLayout.for_metric(data["target"]["metric"])
+    blocks: list[Block] = [Heading(2, "Performance trend (rule 8)")]
+    if data["memory_bound"]:
+        blocks.append(
+            Para(
+                f"Memory-bound campaign ({data['target']['metric']}): the trend uses the GB/s "
+                "columns instead of TFLOPS, and the primary metric where the GEMM table has "
+                "Combined Step TFLOPS."
+            )
+        )
+    blocks.append(
+        Para(
+            "Avg = geomean over PASS shapes, Peak = per-shape max; vs Baseline is measured on the round's own shapes."
+        )
+    )
+    rows = [
+        [
+            f"round-{r['round']}",
+            r["status"],
+            r["description"],
+            *(num(r["values"][key]) for key, _ in layout.columns),
+            vs_baseline_cell(r["vs_baseline_pct"]) or "-",
+            r["key_finding"] or "-",
+        ]
+        for r in data["trend"]
+    ]
+    blocks.append(Table(layout.headers, rows))
+    rule = data["rule9"]
+    if rule["ok"]:
+        text = (
+            f"{OK} {rule['value']} never decreased by more than {rule['noise_pct']:g}% along "
+            f"the accepted rounds ({len(rule['steps'])} steps checked)."
+        )
+    else:
+        bad = [s for s in rule["steps"] if s["round"] in rule["offending_rounds"]]
+        text = f"{NO} {rule['value']} decreased along accepted rounds: " + "; ".join(
+            f"round-{s['round']} {s['change_pct']:+.3f}% after round-{s['after']}" for s in bad
+        )
+    if rule["unchecked_rounds"]:
+        text += " Not checkable (no bench CSV): " + ", ".join(
+            f"round-{n}" for n in rule["unchecked_rounds"]
+        )
+    blocks += [
+        Heading(3, "Rule 9: the step metric never decreases along accepted rounds"),
+        Para(text),
+    ]
+    return blocks
+
+
+def _shape_blocks(data: dict[str, Any]) -> list[Block]:
+    rows = [
+        [
+            r["shape"],
+            num(r["baseline"]),
+            num(r["best"]) if r["best"] is not None else "not measured at best",
+            f"{r['speedup']:.3f}x" if r["speedup"] else "-",
+            signed(r["change_pct"]),
+        ]
+        for r in data["best_vs_baseline"]
+    ]
+    metric = data["target"]["metric"]
+    return [
+        Heading(2, "Best vs baseline, per shape"),
+        Table(["shape", f"baseline {metric}", f"best {metric}", "speedup", "change"], rows),
+    ]
+
+
+def _termination_blocks(data: dict[str, Any]) -> list[Block]:
+    t = data["termination"]
+    target = t["target"]
+    if target["target"] is None:
+        target_line = f"{NO} performance target: none set in the manifest"
+    elif not target["checkable"]:
+        target_line = (
+            f"{NO} performance target: {target['target']!r} is not numeric (check by hand)"
+        )
+    else:
+        mark = OK if target["reached"] else NO
+        target_line = (
+            f"{mark} performance target {target['target']}: best aggregate "
+            f"{num(target['best_aggregate'])}"
+        )
+    it = t["max_iterations"]
+    return [
+        Heading(2, "Termination (rule 10)"),
+        Bullets(
+            [
+                target_line,
+                f"{NO} acceptable hardware efficiency: not measured (no roofline or peak in the record)",
+                f"{OK if it['reached'] else NO} max_iterations: {it['used']} of {it['max']} rounds used",
+                f"{OK if t['user_stop']['reached'] else NO} user stop: "
+                + (
+                    "the campaign is marked finished"
+                    if t["user_stop"]["reached"]
+                    else "not recorded"
+                ),
+            ]
+        ),
+    ]
+
+
+def _applicability_blocks(data: dict[str, Any]) -> list[Block]:
+    a = data["applicability"]
+    checked = [
+        f"Static audit of the best line's diff vs the campaign base (`{a['diff']}`: "
+        f"{len(a['files'])} file(s), {a['added_lines']} added lines) for: "
+        + ", ".join(a["patterns"]),
+        "Not checked: a real training step (none recorded).",
+    ]
+    blocks: list[Block] = [Heading(2, "Real-training applicability (rule 11)"), Bullets(checked)]
+    if a["findings"]:
+        rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in a["findings"]]
+        blocks += [
+            Para(f"{NO} {len(rows)} line(s) to review:"),
+            Table(["where", "pattern", "line", "why"], rows),
+        ]
+    else:
+        blocks.append(Para(f"{OK} no flagged pattern in the added lines."))
+    return blocks
+
+
+def report_document(data: dict[str, Any]) -> Document:
+    t = data["target"]
+    doc = Document()
+    doc.add(Heading(1, f"kgit report: {data['campaign']}"))
+    doc.add(
+        Para(
+            f"{t['op']} on {t['backend']}, {t['gpu'] or 'GPU not recorded'}; metric {t['metric']}."
+        )
+    )
+    doc.add(*_target_blocks(data), *_baseline_blocks(data))
+    doc.add(Heading(2, "Rounds"))
+    for summary in data["rounds"]:
+        doc.add(*summary_blocks(summary, level=3))
+    doc.add(*_best_blocks(data), *trend_blocks(data), *_shape_blocks(data))
+    doc.add(*_termination_blocks(data), *_applicability_blocks(data))
+    if data["plots"]:
+        doc.add(Heading(2, "Plots"))
+        doc.add(*(Image(Path(p).stem.replace("_", " "), Path(p)) for p in data["plots"]))
+    return doc
+
+
+def plots_for(data: dict[str, Any], campaign: Campaign, folder: Path) -> list[Path]:
+    from kgit.views.plots import write_plots
+
+    labels = [
+        label for label in campaign.state.representative if label not in campaign.state.inactive
+    ]
+    return write_plots(
+        folder, data["_views"], campaign.manifest.primary_metric, labels, data["best_vs_baseline"]
+    )

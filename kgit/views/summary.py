@@ -1,0 +1,196 @@
+"""One round's summary (iteration rule 4): hypothesis, the single change, results with deltas
+and SNR, the decision and its reasons, attribution and next direction; a rollback adds change /
+expected / actual / root cause / lesson. Fields nobody recorded say "not recorded".
+
+Used by `kgit show`, by each round of `kgit report` and by the exported `summary.md`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kgit.engine.store import Campaign
+from kgit.errors import UsageError
+from kgit.records.notes import BASELINE, ROLLED_BACK
+from kgit.records.schema import BenchTable
+from kgit.views.document import Block, Bullets, Code, Document, Heading, Para, Table, to_markdown
+from kgit.views.record import RoundView, load_round
+
+NOT_RECORDED = "not recorded"
+
+
+def num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}%"
+
+
+def snr_by_shape(table: BenchTable | None) -> dict[str, dict[str, float]]:
+    """The correctness columns (`*_snr`, dB) of each row of the bench CSV."""
+    if table is None:
+        return {}
+    columns = [c for c in table.header if c.endswith("_snr")]
+    return {r.label: {c.removesuffix("_snr"): r.values[c] for c in columns} for r in table.rows}
+
+
+def _shape_rows(view: RoundView) -> list[dict[str, Any]]:
+    if view.note is None:
+        return []
+    snr = snr_by_shape(view.table)
+    return [
+        {
+            "shape": s.label,
+            "check": s.check,
+            "value": s.value,
+            "best": s.best,
+            "vs_best_pct": s.delta_pct,
+            "vs_baseline_pct": s.vs_baseline_pct,
+            "snr_db": snr.get(s.label, {}),
+        }
+        for s in view.note.shapes
+    ]
+
+
+def _actual(view: RoundView) -> str:
+    note = view.note
+    if note is None:
+        return "nothing measured: rolled back before any commit"
+    if note.aggregate is None:
+        return "; ".join(note.reasons) or NOT_RECORDED
+    return (
+        f"aggregate {num(note.aggregate)} ({signed(note.delta_vs_best_pct)} vs best, "
+        f"{signed(note.delta_vs_baseline_pct)} vs baseline)"
+    )
+
+
+def summary_data(view: RoundView) -> dict[str, Any]:
+    note, recorded = view.note, view.recorded
+    data: dict[str, Any] = {
+        "round": view.number,
+        "status": view.status,
+        "commit": view.commit,
+        "hypothesis": view.hypothesis,
+        "level": note.level if note else None,
+        "change": view.diffstat if view.commit else None,
+        "metric": note.metric if note else None,
+        "aggregate": note.aggregate if note else None,
+        "vs_best_pct": note.delta_vs_best_pct if note else None,
+        "vs_baseline_pct": note.delta_vs_baseline_pct if note else None,
+        "runs": list(note.run_aggregates) if note else [],
+        "shapes": _shape_rows(view),
+        "decision": (note.decision if note else None) or view.status,
+        "reasons": list(note.reasons) if note else [],
+        "attribution": recorded.get("attribution", NOT_RECORDED),
+        "next_direction": recorded.get("next_direction", NOT_RECORDED),
+        "rollback": None,
+    }
+    if view.status == ROLLED_BACK:
+        data["rollback"] = {
+            "change": (view.diffstat.splitlines() or [NOT_RECORDED])[-1].strip()
+            if view.commit
+            else "no commit was made",
+            "expected": recorded.get("expected", f"the hypothesis: {view.hypothesis}"),
+            "actual": _actual(view),
+            "root_cause": recorded.get("root_cause") or view.rollback_reason or NOT_RECORDED,
+            "lesson": recorded.get("lesson", NOT_RECORDED),
+            "reason": view.rollback_reason,
+        }
+    return data
+
+
+def _snr_text(snr: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.1f}" for k, v in snr.items()) or "-"
+
+
+def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = True) -> list[Block]:
+    title = f"round-{data['round']} — {data['status']}"
+    if with_commit and data["commit"]:
+        title += f" ({data['commit'][:10]})"
+    blocks: list[Block] = [Heading(level, title), Para(f"**Hypothesis:** {data['hypothesis']}")]
+    blocks.append(Heading(level + 1, "Change"))
+    if data["status"] == BASELINE:
+        blocks.append(Para("None: the baseline measures the code at the campaign's base."))
+    elif data["change"] is None:
+        blocks.append(Para("No commit: the round was rolled back before its change was committed."))
+    else:
+        blocks.append(Code(data["change"]) if data["change"] else Para("(no file changed)"))
+    blocks.append(Heading(level + 1, "Results"))
+    if data["metric"] and data["aggregate"] is not None:
+        runs = f" over {len(data['runs'])} runs" if len(data["runs"]) > 1 else ""
+        blocks.append(
+            Para(
+                f"{data['metric']} ({data['level']} validation{runs}): aggregate "
+                f"**{num(data['aggregate'])}**, {signed(data['vs_best_pct'])} vs best, "
+                f"{signed(data['vs_baseline_pct'])} vs baseline."
+            )
+        )
+    if data["shapes"]:
+        rows = [
+            [
+                s["shape"],
+                s["check"],
+                num(s["value"]),
+                num(s["best"]),
+                signed(s["vs_best_pct"]),
+                signed(s["vs_baseline_pct"]),
+                _snr_text(s["snr_db"]),
+            ]
+            for s in data["shapes"]
+        ]
+        headers = ["shape", "check", data["metric"], "best", "vs best", "vs baseline", "SNR (dB)"]
+        blocks.append(Table(headers, rows))
+    elif data["metric"] is None:
+        blocks.append(Para("Nothing was measured."))
+    blocks.append(Heading(level + 1, "Decision"))
+    blocks.append(Para(f"**{data['decision']}**"))
+    if data["reasons"]:
+        blocks.append(Bullets(list(data["reasons"])))
+    blocks.append(
+        Bullets(
+            [f"Attribution: {data['attribution']}", f"Next direction: {data['next_direction']}"]
+        )
+    )
+    if data["rollback"]:
+        rb = data["rollback"]
+        blocks.append(Heading(level + 1, "Rollback"))
+        blocks.append(
+            Bullets(
+                [
+                    f"Change: {rb['change']}",
+                    f"Expected: {rb['expected']}",
+                    f"Actual: {rb['actual']}",
+                    f"Root cause: {rb['root_cause']}",
+                    f"Lesson: {rb['lesson']}",
+                ]
+                + ([f"Reason given at rollback: {rb['reason']}"] if rb["reason"] else [])
+            )
+        )
+    return blocks
+
+
+def render_summary(data: dict[str, Any], with_commit: bool = True) -> str:
+    return to_markdown(Document(summary_blocks(data, 1, with_commit))).rstrip("\n")
+
+
+def show_round(
+    campaign: Campaign, number: int, with_csv: bool
+) -> tuple[dict[str, Any], Callable[[dict[str, Any]], str]]:
+    """`kgit show`: the data (`commit`, `note`, `csv` as before, plus `summary`) and its text."""
+    view = load_round(campaign, number)
+    if view is None:
+        raise UsageError(f"round-{number} has no record", hint="kgit log lists the recorded rounds")
+    data = {
+        "commit": view.commit,
+        "note": view.note,
+        "csv": view.csv.decode(errors="replace") if view.csv else None,
+        "summary": summary_data(view),
+    }
+
+    def render(d: dict[str, Any]) -> str:
+        text = render_summary(d["summary"])
+        return text + (f"\n\nBenchmark CSV:\n{d['csv']}" if with_csv and d["csv"] else "")
+
+    return data, render

@@ -1,0 +1,152 @@
+"""Final acceptance: `kgit finish` on real repositories, through the hook and the fake harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commit, git, run_kgit
+
+SUITE = """\
+import sys
+from pathlib import Path
+if "suite: fail" in Path("kernel.txt").read_text():
+    print("tests/test_everything.py::test_training_step FAILED")
+    sys.exit(1)
+print("42 passed")
+"""
+
+
+@pytest.fixture
+def suite_campaign(kernel_repo: Path) -> Path:
+    """Campaign c1 with a full test suite (acceptance_command), baselined."""
+    repo = kernel_repo
+    (repo / "suite.py").write_text(SUITE)
+    git(repo, "add", "suite.py")
+    git(repo, "commit", "-q", "-m", "the project's full suite")
+    manifest = repo / "manifest.yaml"
+    python = manifest.read_text().split("test_command: ")[1].split(" ")[0]
+    manifest.write_text(manifest.read_text() + f"acceptance_command: {python} suite.py\n")
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    assert run_kgit("-q", "baseline").code == 0
+    return repo
+
+
+def accepted_round(repo: Path, hypothesis: str, *kernels: str, extra: str | None = None) -> str:
+    """A round of one commit per KERNELS text, validated and accepted; its commit."""
+    assert run_kgit("round", "start", hypothesis).code == 0
+    for index, text in enumerate(kernels):
+        (repo / "kernel.txt").write_text(text)
+        if extra and index == 0:
+            (repo / extra).write_text("scratch\n")
+            git(repo, "add", extra)
+        done = commit(repo, f"{hypothesis} ({index + 1})")
+        assert done.returncode == 0, done.stderr
+    verdict = run_kgit("-q", "round", "validate")
+    assert verdict.code == 0 and "ACCEPTED" in verdict.out, verdict
+    assert run_kgit("round", "accept").code == 0
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_finish_accepts_and_leaves_a_branch_to_merge(suite_campaign: Path) -> None:
+    repo = suite_campaign
+    base = git(repo, "rev-parse", "kgit/c1/best")
+    accepted_round(repo, "bigger tiles", "speed: 110\n")
+    accepted_round(repo, "unroll K by 2", "speed: 115\n", "speed: 125\n")  # two commits
+    assert run_kgit("round", "start", "split K").code == 0
+    (repo / "kernel.txt").write_text("speed: 90\n")
+    assert commit(repo, "split K").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    assert run_kgit("round", "rollback", "--reason", "the reduction costs more").code == 0
+    lesson = ["--context", "split-K on square shapes", "--signal", "-28% on every shape"]
+    lesson += ["--takeaway", "no split-K below K=4096", "--applicability", "M,N >= K", "--round"]
+    assert run_kgit("tips", "add", *lesson, "4").code == 0
+    best = git(repo, "rev-parse", "kgit/c1/best")
+
+    result = run_kgit("finish")
+    assert result.code == 0, result
+    assert "campaign c1 finished" in result.out and "kgit/c1/final" in result.out
+    assert "round-3 squashed" in result.out
+
+    # One commit per accepted round, the best line's content, authors kept, results stated.
+    final = "kgit/c1/final"
+    assert git(repo, "rev-list", "--count", f"{base}..{final}") == "2"
+    assert git(repo, "rev-parse", f"{final}^{{tree}}") == git(repo, "rev-parse", f"{best}^{{tree}}")
+    assert git(repo, "rev-parse", f"{final}~2") == base
+    first, second = git(repo, "log", "--reverse", "--format=%B%x00", f"{base}..{final}").split(
+        "\0"
+    )[:2]
+    assert first.startswith("[optimize] gemm FAKE round-2: bigger tiles (1)")
+    assert "Hypothesis: bigger tiles" in first and "Result: ACCEPTED: Forward TFLOPS" in first
+    assert "vs baseline" in first
+    assert "round-3: unroll K by 2" in second and "Squashes 2 commits" in second
+    assert "Kgit-Round: 3" in second and f"Kgit-Round-Commit: {best}" in second
+    assert git(repo, "log", "-1", "--format=%an", final) == "Kernel Engineer"
+
+    # The report is in the notes and in the record; the campaign is finished.
+    report = git(repo, "notes", "--ref=refs/notes/kgit/c1/final", "show", best)
+    assert "Directions that did not work" in report and "split K" in report
+    assert "the reduction costs more" in report and "no split-K below K=4096" in report
+    assert "42 passed" not in report and "passed" in report
+    assert git(repo, "show", "refs/kgit/c1/campaign:final/report.md") == report
+    status = run_kgit("status", "--json").json()
+    assert status["finished"] is True  # type: ignore[index]
+    assert "finished" in run_kgit("status").out
+    refused = run_kgit("round", "start", "one more")
+    assert refused.code == 1 and "--reopen" in refused.err
+    assert run_kgit("finish").code == 1  # already finished
+    assert run_kgit("round", "start", "--reopen", "one more").code == 0
+    assert run_kgit("status", "--json").json()["finished"] is False  # type: ignore[index]
+
+
+def test_finish_is_refused_when_the_suite_fails(suite_campaign: Path) -> None:
+    repo = suite_campaign
+    accepted_round(repo, "faster but breaks training", "speed: 120\nsuite: fail\n")
+    result = run_kgit("-q", "finish")
+    assert result.code == 1, result
+    assert "final acceptance refused" in result.err
+    assert "test suite failed" in result.err and "suite.py" in result.err
+    assert "hint:" in result.err
+    assert run_kgit("status", "--json").json()["finished"] is False  # type: ignore[index]
+    assert "kgit/c1/final" not in git(repo, "branch", "--list", "kgit/c1/final")
+
+
+def test_finish_lists_files_outside_kernel_source(suite_campaign: Path) -> None:
+    repo = suite_campaign
+    accepted_round(repo, "tiles, and a scratch file", "speed: 120\n", extra="scratch.txt")
+    refused = run_kgit("-q", "finish")
+    assert refused.code == 1, refused
+    assert "outside kernel_source" in refused.err and "scratch.txt" in refused.err
+    assert "--allow-path scratch.txt" in refused.err
+    assert run_kgit("status", "--json").json()["finished"] is False  # type: ignore[index]
+    allowed = run_kgit("-q", "finish", "--allow-path", "scratch.txt", "--json")
+    assert allowed.code == 0, allowed
+    data = allowed.json()
+    assert data["allowed_outside_kernel_source"] == ["scratch.txt"]  # type: ignore[index]
+    assert "scratch.txt" in data["report"]  # type: ignore[index]
+
+
+def test_finish_validates_every_shape_against_the_baseline(suite_campaign: Path) -> None:
+    repo = suite_campaign
+    representative = run_kgit("status", "--json").json()["representative_shapes"]  # type: ignore[index]
+    others = [
+        s for s in ("s64", "s128", "s256", "s512", "s1024", "s2048") if s not in representative
+    ]
+    assert others, representative
+    # Faster on the representative shapes (accepted), far slower on one the rounds never measure.
+    accepted_round(repo, "tuned for the big shapes", f"speed: 120\nspeed.{others[0]}: 50\n")
+    result = run_kgit("-q", "finish")
+    assert result.code == 1, result
+    assert "full validation against the baseline" in result.err and others[0] in result.err
+
+
+def test_finish_needs_a_closed_round_and_a_clean_tree(suite_campaign: Path) -> None:
+    repo = suite_campaign
+    assert run_kgit("round", "start", "open").code == 0
+    busy = run_kgit("finish")
+    assert busy.code == 1 and "still in progress" in busy.err
+    assert run_kgit("round", "rollback").code == 0
+    (repo / "kernel.txt").write_text("speed: 1\n")
+    dirty = run_kgit("finish")
+    assert dirty.code == 1 and "uncommitted changes" in dirty.err

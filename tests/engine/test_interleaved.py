@@ -1,0 +1,70 @@
+"""decision_policy: interleaved through the CLI: A/A calibration, A/B pairs, fingerprints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commit, git, run_kgit
+
+POLICY = """\
+decision_policy: interleaved
+interleaved: {min_pairs: 3, max_pairs: 4, calibration_pairs: 3}
+"""
+
+
+@pytest.fixture
+def ab_campaign(kernel_repo: Path) -> Path:
+    (kernel_repo / "kernel.txt").write_text("speed: 100\nnoise: 0.01\ntorch: 2.11\n")
+    git(kernel_repo, "commit", "-qam", "noisy kernel")
+    manifest = kernel_repo / "manifest.yaml"
+    manifest.write_text(manifest.read_text() + POLICY)
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    result = run_kgit("-q", "baseline", "--json")
+    assert result.code == 0, result
+    return kernel_repo
+
+
+def test_baseline_calibrates_noise_floors_and_records_the_environment(ab_campaign: Path) -> None:
+    state = json.loads(git(ab_campaign, "show", "refs/kgit/c1/campaign:state.json"))
+    assert set(state["noise_floors"]) == set(state["representative"])
+    assert all(0.01 <= f < 0.2 for f in state["noise_floors"].values())
+    assert state["fingerprint"] == {"gpu": "FakeGPU", "torch": "2.11"}
+    assert (ab_campaign / ".git" / "kgit" / "worktrees" / "c1" / "best" / "kernel.txt").exists()
+
+
+def test_a_real_gain_is_accepted_and_a_loss_rolled_back(ab_campaign: Path) -> None:
+    repo = ab_campaign
+    run_kgit("round", "start", "15% faster")
+    (repo / "kernel.txt").write_text("speed: 115\nnoise: 0.01\ntorch: 2.11\n")
+    assert commit(repo, "faster").returncode == 0
+    result = run_kgit("-q", "round", "validate", "--json")
+    data = result.json()
+    assert data["decision"] == "ACCEPTED", result  # type: ignore[index]
+    assert 12 < data["delta_vs_best_pct"] < 18  # type: ignore[index, operator]
+    note = git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "show", "HEAD")
+    assert "policy: interleaved" in note and "call: better" in note
+    assert "runs/round-2/best-1.csv" in git(
+        repo, "ls-tree", "-r", "--name-only", "refs/kgit/c1/campaign"
+    )
+    assert run_kgit("round", "accept").code == 0
+
+    run_kgit("round", "start", "20% slower")
+    (repo / "kernel.txt").write_text("speed: 92\nnoise: 0.01\ntorch: 2.11\n")
+    assert commit(repo, "slower").returncode == 0
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    assert data["decision"] == "ROLLED BACK"  # type: ignore[index]
+    assert "slower" in " ".join(data["reasons"])  # type: ignore[index, arg-type]
+
+
+def test_a_changed_environment_is_refused(ab_campaign: Path) -> None:
+    repo = ab_campaign
+    run_kgit("round", "start", "same kernel, new torch")
+    (repo / "kernel.txt").write_text("speed: 115\nnoise: 0.01\ntorch: 2.12\n")
+    assert commit(repo, "upgrade").returncode == 0
+    result = run_kgit("-q", "round", "validate")
+    assert result.code == 1
+    assert "environment changed since the baseline: torch 2.11 -> 2.12" in result.err
+    assert "new baseline epoch" in result.err

@@ -1,0 +1,103 @@
+"""The interleaved policy's statistics on synthetic pairs with fixed seeds."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from kgit.judge.stats import (
+    BETTER,
+    NO_CHANGE,
+    WORSE,
+    Pair,
+    calibrate_floors,
+    estimate,
+    judge_pairs,
+)
+from kgit.judge.verdict import interleaved_verdict
+from kgit.records.manifest import Thresholds
+from kgit.records.notes import ACCEPTED, ROLLED_BACK
+
+SHAPES = {"s256": 20.0, "s1024": 300.0, "s2048": 600.0, "s4096": 650.0, "s8192": 640.0}
+# Run-to-run spread of kgit.measure timings seen on an H200 (bench/gpu_check.py): ~6% at 256^3.
+SPREAD = {"s256": 0.05, "s1024": 0.02, "s2048": 0.01, "s4096": 0.01, "s8192": 0.01}
+
+
+def measured(rng: random.Random, drift: float, shift: dict[str, float]) -> dict[str, float]:
+    """One harness run: each shape's noise, a drift shared by the run, and a planted shift."""
+    return {
+        s: v * (1 + shift.get(s, 0.0)) * math.exp(rng.gauss(0, SPREAD[s]) + drift)
+        for s, v in SHAPES.items()
+    }
+
+
+def pairs(seed: int, n: int, shift: dict[str, float] | None = None) -> list[Pair]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        drift = rng.gauss(0, 0.05)  # the machine drifts between pairs, not within one
+        out.append(Pair(measured(rng, drift, {}), measured(rng, drift, shift or {})))
+    return out
+
+
+FLOORS = calibrate_floors(pairs(1, 8), list(SHAPES), min_effect_pct=1.0)
+
+
+def judge(p: list[Pair]) -> object:
+    return judge_pairs(
+        p, list(SHAPES), FLOORS, confidence=0.99, min_effect_pct=1.0, core_regression_pct=5.0
+    )
+
+
+def test_floors_follow_each_shapes_noise() -> None:
+    assert FLOORS["s256"] > 0.05  # a tiny, launch-bound shape: a wide floor
+    assert FLOORS["s4096"] < 0.03
+    assert min(FLOORS.values()) >= 0.01  # never under min_effect_pct
+
+
+def test_known_equal_samples_give_no_verdict_of_change() -> None:
+    calls = []
+    for seed in range(100, 300):
+        judgement = judge(pairs(seed, 8))
+        calls.append(judgement.aggregate.call)  # type: ignore[attr-defined]
+        shape_calls = [e.call for e in judgement.shapes.values()]  # type: ignore[attr-defined]
+        calls += [c for c in shape_calls if c in (BETTER, WORSE)]
+    changes = sum(c in (BETTER, WORSE) for c in calls)
+    # Measured with these seeds: 3 of 200 A/A validations (1.5%) call some shape changed.
+    assert changes <= 4, calls
+
+
+def test_a_planted_three_percent_slowdown_on_one_shape_is_found() -> None:
+    found = 0
+    for seed in range(300, 400):
+        judgement = judge(pairs(seed, 8, {"s4096": -0.03}))
+        found += judgement.shapes["s4096"].call == WORSE  # type: ignore[attr-defined]
+    assert found >= 95  # >= 95% of 100 trials (98 with these seeds)
+
+
+def test_a_real_gain_is_accepted_and_a_regression_rolled_back() -> None:
+    gain = judge(pairs(7, 8, dict.fromkeys(SHAPES, 0.05)))
+    verdict = interleaved_verdict(gain, Thresholds())  # type: ignore[arg-type]
+    assert verdict.decision == ACCEPTED
+    loss = judge(pairs(8, 8, {"s2048": 0.10, "s4096": -0.08}))
+    verdict = interleaved_verdict(loss, Thresholds())  # type: ignore[arg-type]
+    assert verdict.decision == ROLLED_BACK
+
+
+def test_inconclusive_is_never_accepted() -> None:
+    verdict = interleaved_verdict(judge(pairs(9, 2, dict.fromkeys(SHAPES, 0.02))), Thresholds())  # type: ignore[arg-type]
+    assert verdict.decision == ROLLED_BACK
+
+
+@pytest.mark.parametrize(
+    ("values", "call"),
+    [
+        ([0.05, 0.06, 0.05, 0.055], BETTER),
+        ([-0.05, -0.06, -0.05], WORSE),
+        ([0.001, -0.002, 0.0, 0.001], NO_CHANGE),
+    ],
+)
+def test_estimate_calls(values: list[float], call: str) -> None:
+    assert estimate(values, floor=0.01, confidence=0.99).call == call

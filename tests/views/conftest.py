@@ -1,0 +1,15 @@
+"""A small reviewed campaign, built the way a user builds one (real commits through the hook)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.views.helpers import play_rounds
+
+
+@pytest.fixture
+def reviewed(campaign: Path) -> Path:
+    play_rounds(campaign)
+    return campaign

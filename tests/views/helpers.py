@@ -1,0 +1,44 @@
+"""Helpers of the review tests: a small campaign played as a user plays it, golden files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import commit, run_kgit
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def play_rounds(repo: Path) -> None:
+    """round-2 accepted (with an id()-keyed cache line), round-3 rolled back before a commit,
+    round-4 slower and rolled back with its root cause and lesson in the commit message."""
+    assert run_kgit("round", "start", "bigger blocks run faster").code == 0
+    (repo / "kernel.txt").write_text("speed: 110\n_cache[id(x)] = out\n")
+    assert commit(repo, "bigger blocks\n\nAttribution: fewer programs").returncode == 0
+    assert run_kgit("round", "validate").code == 0
+    assert run_kgit("round", "accept").code == 0
+    assert run_kgit("round", "start", "unroll the K loop").code == 0
+    assert run_kgit("round", "rollback", "--reason", "the gate failed on K tails").code == 0
+    assert run_kgit("round", "start", "smaller tiles hide latency").code == 0
+    (repo / "kernel.txt").write_text("speed: 90\n_cache[id(x)] = out\n")
+    message = "smaller tiles\n\nRoot-Cause: too many programs\nLesson: keep 128-wide tiles"
+    assert commit(repo, message).returncode == 0
+    assert run_kgit("round", "validate").code == 0
+    assert run_kgit("round", "rollback", "--reason", "slower on every shape").code == 0
+
+
+_SHA = re.compile(r"\b[0-9a-f]{10,40}\b")
+_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def masked(text: str) -> str:
+    """Golden-stable text: commit shas and dates replaced."""
+    return _DATE.sub("<date>", _SHA.sub("<sha>", text))
+
+
+def check_golden(name: str, text: str, update: bool) -> None:
+    path = GOLDEN / name
+    if update:
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs from its golden file (KGIT_UPDATE_GOLDEN=1)"

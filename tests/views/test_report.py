@@ -1,0 +1,89 @@
+"""`kgit report` and `kgit show` on a campaign played through the real CLI and hook."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kgit.views.trend import TrendLayout
+from tests.conftest import run_kgit
+from tests.views.helpers import check_golden, masked
+
+UPDATE = bool(os.environ.get("KGIT_UPDATE_GOLDEN"))
+
+
+def test_report_markdown_matches_golden(reviewed: Path) -> None:
+    result = run_kgit("report")
+    assert result.code == 0, result
+    check_golden("report.md", masked(result.out), UPDATE)
+
+
+def test_round_summary_matches_golden(reviewed: Path) -> None:
+    result = run_kgit("show", "4")
+    assert result.code == 0, result
+    check_golden("show-round-4.md", masked(result.out), UPDATE)
+
+
+def test_report_facts(reviewed: Path) -> None:
+    data = run_kgit("report", "--json").json()
+    assert isinstance(data, dict)
+    assert [r["round"] for r in data["trend"]] == [1, 2, 3, 4]
+    assert data["best"]["round"] == 2
+    assert [d["round"] for d in data["did_not_work"]] == [3, 4]
+    assert data["rule9"]["ok"] is True and data["rule9"]["steps"][0]["round"] == 2
+    # The fake harness: speed 110 vs 100 on every shape, forward and backward alike.
+    cell = data["trend"][1]["vs_baseline_pct"]
+    assert round(cell["step"], 3) == round(cell["fwd"], 3) == 10.0
+    findings = data["applicability"]["findings"]
+    assert {f["where"] for f in findings} == {"kernel.txt:2"}
+    assert {f["pattern"] for f in findings} == {"id()-keyed cache", "dict memo"}
+    summary = run_kgit("show", "4", "--json").json()
+    assert isinstance(summary, dict)
+    rollback = summary["summary"]["rollback"]
+    assert rollback["root_cause"] == "too many programs"
+    assert rollback["lesson"] == "keep 128-wide tiles"
+
+
+def test_rule9_flags_an_accepted_round_that_lowered_the_step_metric(reviewed: Path) -> None:
+    from kgit.engine.store import Campaign
+    from kgit.gitdoor import open_repo
+    from kgit.views.record import load_rounds
+    from kgit.views.trend import monotonic_check
+
+    views = load_rounds(Campaign.load(open_repo(reviewed), "c1"))
+    slower = next(v for v in views if v.number == 4)
+    assert slower.note is not None
+    slower.note.status = "ACCEPTED"  # as if round-4 (10% slower) had been accepted
+    check = monotonic_check(views, "Forward TFLOPS")
+    assert check["ok"] is False and check["offending_rounds"] == [4]
+
+
+def test_memory_bound_trend_uses_gbs_columns() -> None:
+    headers = TrendLayout.for_metric("Forward GB/s").headers
+    assert "Fwd Avg GB/s" in headers and "Fwd Avg TFLOPS" not in headers
+    assert headers[-2:] == ["vs Baseline", "Key Finding"]
+    gemm = TrendLayout.for_metric("Combined Step TFLOPS").headers
+    assert gemm == [
+        "Round", "Status", "Description", "Fwd Avg TFLOPS", "Fwd Peak TFLOPS", "Bwd Avg TFLOPS",
+        "Bwd Peak TFLOPS", "Combined Step TFLOPS", "vs Baseline", "Key Finding",
+    ]  # fmt: skip
+
+
+def test_plots_and_html(reviewed: Path, tmp_path: Path) -> None:
+    import matplotlib.image
+
+    plots = tmp_path / "plots"
+    out = tmp_path / "report.md"
+    assert run_kgit("report", "--plots", str(plots), "-o", str(out)).code == 0
+    pngs = sorted(plots.glob("*.png"))
+    assert [p.name for p in pngs] == ["aggregate_per_round.png", "speedup_per_shape.png"]
+    for png in pngs:
+        assert png.stat().st_size > 10_000
+        image = matplotlib.image.imread(png)
+        assert image.shape[0] > 300 and image.shape[1] > 300 and image.std() > 0.01
+    assert "](plots/aggregate_per_round.png)" in out.read_text()
+    page = tmp_path / "report.html"
+    assert run_kgit("report", "--format", "html", "-o", str(page)).code == 0
+    html = page.read_text()
+    assert html.count("data:image/png;base64,") == 2 and "<style>" in html
+    assert 'src="http' not in html and "<table>" in html
