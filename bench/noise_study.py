@@ -130,29 +130,39 @@ def _pairs(
     return pairs
 
 
-def analyze(path: Path) -> None:
+def analyze(paths: list[Path]) -> None:
     from kgit.judge.scoring import Score
     from kgit.judge.stats import BETTER, WORSE, Pair, calibrate_floors, judge_pairs
     from kgit.judge.verdict import REMEASURE, interleaved_verdict, seed_verdict
     from kgit.records.manifest import Interleaved, Thresholds
 
-    data = json.loads(path.read_text())
-    # Cycle 0 compiles and autotunes every variant: its passes are left out.
-    passes, labels = [p for p in data["passes"] if p["cycle"] > 0], data["labels"]
+    runs = [json.loads(path.read_text()) for path in paths]
+    # Cycle 0 compiles and autotunes every variant: its passes are left out. Each file is one
+    # device session: pairs and the seed's "earlier best" never cross files.
+    sessions = [[p for p in data["passes"] if p["cycle"] > 0] for data in runs]
+    labels, device = runs[0]["labels"], runs[0]["device"]
     limits, settings = Thresholds(), Interleaved()
-    calibration = _pairs(passes, "A2")[:6]
+    calibration = _pairs(sessions[0], "A2")[:6]
     floors = calibrate_floors(
         [Pair(a["values"], b["values"]) for a, b in calibration], labels, settings.min_effect_pct
     )
     used = {id(b) for _, b in calibration}
     rows = []
     for variant in ("A2", "S3", "S10"):
-        pairs = [(a, b) for a, b in _pairs(passes, variant) if id(b) not in used]
+        per_session = [
+            [(a, b) for a, b in _pairs(ps, variant) if id(b) not in used] for ps in sessions
+        ]
+        every = [pair for pairs in per_session for pair in pairs]
         # Effect actually planted: mean ratio of the slowed shape over all of this variant's pairs.
-        effect = statistics.fmean(b["values"][SLOWED] / a["values"][SLOWED] for a, b in pairs) - 1
-        seed = _seed_trials(passes, variant, labels, limits, Score, seed_verdict, REMEASURE)
+        effect = statistics.fmean(b["values"][SLOWED] / a["values"][SLOWED] for a, b in every) - 1
+        seed = [
+            t
+            for ps in sessions
+            for t in _seed_trials(ps, variant, labels, limits, Score, seed_verdict, REMEASURE)
+        ]
         inter = []
-        for start in range(len(pairs)):
+        starts = [(pairs, i) for pairs in per_session for i in range(len(pairs))]
+        for pairs, start in starts:
             taken: list[Pair] = []
             wall = 0.0
             for a, b in pairs[start : start + settings.max_pairs]:
@@ -171,7 +181,7 @@ def analyze(path: Path) -> None:
                 if judgement.settled:
                     break
             if len(taken) < settings.min_pairs:
-                break
+                continue
             verdict = interleaved_verdict(judgement, limits)
             claims = any(
                 e.call in (BETTER, WORSE) for e in [judgement.aggregate, *judgement.shapes.values()]
@@ -187,7 +197,7 @@ def analyze(path: Path) -> None:
                 }
             )
         rows.append((variant, effect, seed, inter))
-    _print(data["device"], floors, rows)
+    _print(device, floors, rows)
 
 
 def _seed_trials(passes, variant, labels, limits, Score, seed_verdict, REMEASURE):  # type: ignore[no-untyped-def]
@@ -259,7 +269,7 @@ def main() -> None:
     m.add_argument("--seconds", type=float, default=300.0)
     m.add_argument("--out", type=Path, required=True)
     a = sub.add_parser("analyze")
-    a.add_argument("passes", type=Path)
+    a.add_argument("passes", type=Path, nargs="+")
     args = parser.parse_args()
     if args.step == "measure":
         measure(args.seconds, args.out)

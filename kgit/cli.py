@@ -376,7 +376,7 @@ def log(obj: Ctx, as_json: bool) -> None:
     from kgit.views.lineage import log_rows, render_log
 
     campaign = obj.campaign()
-    emit(log_rows(campaign, campaign.all_rounds()), as_json, render_log)
+    emit(log_rows(campaign, campaign.all_rounds(with_shapes=False)), as_json, render_log)
 
 
 @cli.command()

@@ -154,15 +154,19 @@ class Campaign:
         data = self.repo.note_read(self.refs.round_notes, commit)
         return RoundNote.from_text(data) if data is not None else None
 
-    def all_rounds(self) -> list[tuple[str, RoundNote]]:
+    def all_rounds(self, with_shapes: bool = True) -> list[tuple[str, RoundNote]]:
         """(commit, note) of every recorded round, in round order: two git processes in all."""
         listing = self.repo.notes_list(self.refs.round_notes)
-        notes = NoteCache(self.repo, self.name).parse(listing.values())
+        notes = NoteCache(self.repo, self.name).parse(listing.values(), with_shapes)
         rounds = [(commit, notes[blob]) for commit, blob in listing.items()]
-        # A round validated twice (a correctness fix) has a note on each commit; the round's
-        # record is the one on the commit its keep-ref points at.
-        kept = self.kept_rounds()
-        rounds = [(c, n) for c, n in rounds if n.campaign == self.name and kept.get(n.round) == c]
+        rounds = [(c, n) for c, n in rounds if n.campaign == self.name]
+        numbers = [n.round for _, n in rounds]
+        if len(set(numbers)) != len(numbers):
+            # A round validated twice (a correctness fix) has a note on each commit; the round's
+            # record is the one on the commit its keep-ref points at. Reading 1,000 keep-refs
+            # costs ~25 ms, so only when some round has several notes.
+            kept = self.kept_rounds()
+            rounds = [(c, n) for c, n in rounds if kept.get(n.round) == c]
         return sorted(rounds, key=lambda item: item[1].round)
 
     def write_bench(self, commit: str, csv_bytes: bytes) -> None:
@@ -198,7 +202,7 @@ class NoteCache:
             return {}
         return data if isinstance(data, dict) and data.get("v") == NOTE_VERSION else {}
 
-    def parse(self, blobs: Iterable[str]) -> dict[str, RoundNote]:
+    def parse(self, blobs: Iterable[str], with_shapes: bool = True) -> dict[str, RoundNote]:
         wanted = list(dict.fromkeys(blobs))
         cached = self._load().get("notes", {})
         missing = [blob for blob in wanted if blob not in cached]
@@ -209,7 +213,7 @@ class NoteCache:
         if fresh or len(cached) != len(wanted):
             self._store({blob: cached.get(blob) or fresh[blob] for blob in wanted})
         return {
-            blob: RoundNote.from_dict(fresh[blob] if blob in fresh else cached[blob])
+            blob: RoundNote.from_dict(fresh[blob] if blob in fresh else cached[blob], with_shapes)
             for blob in wanted
         }
 

@@ -132,8 +132,14 @@ class RoundNote:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RoundNote:
-        shapes = [ShapeResult(**_known(ShapeResult, s)) for s in data.get("shapes") or []]
+    def from_dict(cls, data: dict[str, Any], with_shapes: bool = True) -> RoundNote:
+        """WITH_SHAPES=False skips the per-shape results: listing 1,000 rounds does not need them
+        and building them is most of the cost."""
+        shapes = (
+            [ShapeResult(**_known(ShapeResult, s)) for s in data.get("shapes") or []]
+            if with_shapes
+            else []
+        )
         return cls(**_known(cls, {**data, "shapes": shapes}))
 
     @property

@@ -77,7 +77,7 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
 
 
 def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
-    rounds = campaign.all_rounds()
+    rounds = campaign.all_rounds(with_shapes=False)
     notes = [n for _, n in rounds]
     best_tip = campaign.best_at_load or campaign.best_tip()
     best_note = next((n for c, n in rounds if c == best_tip), None)
