@@ -37,6 +37,8 @@ class DemoKernel:
     improvement: tuple[str, dict[str, int]]
     bug: tuple[str, str, str, str]  # hypothesis, commit message, regex, replacement
     regression: tuple[str, dict[str, int]]
+    bug_reason: str = ""
+    regression_reason: str = ""
     cpu_shapes: list[dict[str, object]] = field(default_factory=list)
     gpu_shapes: list[dict[str, object]] = field(default_factory=list)
 
@@ -68,6 +70,8 @@ GEMM = DemoKernel(
         "32x32x32 tiles: more programs in flight to hide memory latency",
         {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32},
     ),
+    bug_reason="the gate failed: wrong results whenever K is not a multiple of BLOCK_K",
+    regression_reason="4x the programs and loads cost more than latency hiding gained",
     # Triton's interpreter costs time per program and per K step: tiny shapes on CPU.
     # Multiples of 128, so no round's tiles spend the interpreter's time on masked-off work.
     cpu_shapes=_gemm_shapes([(128, 128, 128), (128, 256, 128), (256, 256, 128)], "fp32"),
@@ -83,7 +87,38 @@ GEMM = DemoKernel(
     ),
 )
 
-KERNELS = {"gemm": GEMM}
+
+def _rows_shapes(sizes: list[tuple[int, int]]) -> list[dict[str, object]]:
+    return [{"label": f"rmsnorm_{m}x{n}", "M": m, "N": n} for m, n in sizes]
+
+
+RMSNORM = DemoKernel(
+    folder="rmsnorm",
+    kernel_file="rmsnorm_kernel.py",
+    test_file="test_rmsnorm.py",
+    harness_file="bench_rmsnorm.py",
+    op="rmsnorm",
+    metric="Forward GB/s",
+    baseline={},
+    improvement=(
+        "16 rows per program: 4x fewer programs, each streaming more rows of x",
+        {"BLOCK_M": 16},
+    ),
+    bug=(
+        "divide the sum of squares by the padded block width (one constant per launch)",
+        "mean over BLOCK_N",
+        r"tl\.sum\(x \* x, axis=1\) / N \+ eps",
+        "tl.sum(x * x, axis=1) / BLOCK_N + eps",
+    ),
+    regression=("2 rows per program: more programs in flight to hide latency", {"BLOCK_M": 2}),
+    bug_reason="the gate failed: the mean of squares is wrong whenever N is not a power of two",
+    regression_reason="twice the programs cost more than latency hiding gained",
+    # Triton's interpreter costs time per program: a few rows on CPU.
+    cpu_shapes=_rows_shapes([(32, 256), (64, 256), (128, 512)]),
+    gpu_shapes=_rows_shapes([(1024, 1024), (4096, 4096), (16384, 4096), (32768, 8192)]),
+)
+
+KERNELS = {"gemm": GEMM, "rmsnorm": RMSNORM}
 
 
 class Demo:
@@ -236,7 +271,7 @@ def _improving_round(demo: Demo) -> None:
     demo.title("round 2: a change that should be faster")
     demo.kgit("round", "start", hypothesis)
     demo.set_tunables(tunables)
-    demo.commit("bigger tiles")
+    demo.commit("more work per program")
     demo.kgit("round", "validate")
     demo.kgit("round", "accept")
 
@@ -253,12 +288,7 @@ def _blocked_round(demo: Demo) -> None:
     print(f"(edit) {path.name}: {replacement}")
     demo.commit(message, expect=1)
     demo.run("git", "checkout", "--", demo.kernel.kernel_file)
-    demo.kgit(
-        "round",
-        "rollback",
-        "--reason",
-        "the gate failed: wrong results whenever K is not a multiple of BLOCK_K",
-    )
+    demo.kgit("round", "rollback", "--reason", demo.kernel.bug_reason)
 
 
 def _regressing_round(demo: Demo) -> None:
@@ -266,11 +296,6 @@ def _regressing_round(demo: Demo) -> None:
     demo.title("round 4: a change that turns out slower -- rolled back, kept in the record")
     demo.kgit("round", "start", hypothesis)
     demo.set_tunables(tunables)
-    demo.commit("smaller tiles")
+    demo.commit("less work per program")
     demo.kgit("round", "validate")
-    demo.kgit(
-        "round",
-        "rollback",
-        "--reason",
-        "4x the programs and loads cost more than latency hiding gained",
-    )
+    demo.kgit("round", "rollback", "--reason", demo.kernel.regression_reason)

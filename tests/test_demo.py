@@ -40,3 +40,24 @@ def test_demo_runs_a_whole_campaign_on_cpu(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert best.splitlines()[0].startswith("[optimize] gemm TRITON round-2:")
+
+
+@pytest.mark.slow
+def test_the_memory_bound_demo_runs_on_cpu(tmp_path: Path) -> None:
+    where = tmp_path / "demo"
+    done = subprocess.run(
+        [sys.executable, "-m", "kgit", "demo", "--kernel", "rmsnorm", "--cpu", "--dir", str(where)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    log = subprocess.run(
+        [sys.executable, "-m", "kgit", "log", "--json"],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rounds = [(row["round"], row["status"]) for row in json.loads(log.stdout)]
+    assert rounds == [(1, "BASELINE"), (2, "ACCEPTED"), (3, "ROLLED BACK"), (4, "ROLLED BACK")]

@@ -14,7 +14,7 @@ from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
 # Iteration rule 7: what to do after N consecutive rollbacks.
 ESCALATION = {
     1: "try a different approach",
-    2: "re-profile the kernel (stagnation review due)",
+    2: "re-profile the kernel",
     3: "read the ISA / generated assembly",
 }
 ESCALATION_MAX = "compare with state-of-the-art kernels"
