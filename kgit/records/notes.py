@@ -38,6 +38,17 @@ def _check_version(data: dict[str, Any], current: int, what: str) -> None:
         )
 
 
+def load_record(text: bytes | str, kind: str, version: int, what: str) -> dict[str, Any]:
+    """A stored YAML record of KIND (`kgit: KIND`), refused when it is not one or is newer."""
+    import yaml  # kept off the read path: `kgit status` reads parsed notes from the cache
+
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if not isinstance(data, dict) or data.get("kgit") != kind:
+        raise KgitError(f"this is not a kgit {what}", hint="was it written by kgit?")
+    _check_version(data, version, what)
+    return data
+
+
 @functools.cache
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
@@ -120,13 +131,7 @@ class RoundNote:
 
     @classmethod
     def from_text(cls, text: bytes | str) -> RoundNote:
-        import yaml
-
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if not isinstance(data, dict) or data.get("kgit") != "round":
-            raise KgitError("a note under the rounds ref is not a kgit round note")
-        _check_version(data, NOTE_VERSION, "round note")
-        return cls.from_dict(data)
+        return cls.from_dict(load_record(text, "round", NOTE_VERSION, "round note"))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

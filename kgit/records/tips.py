@@ -14,8 +14,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kgit.errors import KgitError, UsageError
-from kgit.records.notes import _check_version, _known
+from kgit.errors import UsageError
+from kgit.records.notes import _known, load_record
 
 TIP_VERSION = 1
 TIPS_PREFIX = "refs/kgit-tips/"
@@ -68,13 +68,7 @@ class Tip:
 
     @classmethod
     def from_text(cls, text: bytes | str) -> Tip:
-        import yaml
-
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if not isinstance(data, dict) or data.get("kgit") != "tip":
-            raise KgitError("a file under refs/kgit-tips/ is not a kgit tip")
-        _check_version(data, TIP_VERSION, "tip")
-        return cls(**_known(cls, data))
+        return cls(**_known(cls, load_record(text, "tip", TIP_VERSION, "tip")))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
