@@ -39,6 +39,16 @@ class DemoKernel:
     regression: tuple[str, dict[str, int]]
     bug_reason: str = ""
     regression_reason: str = ""
+    # Where the GPU and Triton's CPU interpreter disagree on what is faster.
+    gpu_improvement: tuple[str, dict[str, int]] | None = None
+    gpu_regression: tuple[str, dict[str, int]] | None = None
+
+    def improvement_on(self, gpu: bool) -> tuple[str, dict[str, int]]:
+        return self.gpu_improvement if gpu and self.gpu_improvement else self.improvement
+
+    def regression_on(self, gpu: bool) -> tuple[str, dict[str, int]]:
+        return self.gpu_regression if gpu and self.gpu_regression else self.regression
+
     cpu_shapes: list[dict[str, object]] = field(default_factory=list)
     gpu_shapes: list[dict[str, object]] = field(default_factory=list)
 
@@ -111,6 +121,10 @@ RMSNORM = DemoKernel(
         "tl.sum(x * x, axis=1) / BLOCK_N + eps",
     ),
     regression=("2 rows per program: more programs in flight to hide latency", {"BLOCK_M": 2}),
+    # Measured on an H200: 16 rows per program ran 77% slower there (16 x 8192 fp32 per program
+    # spills); one row per program is the GPU's hypothesis (not yet measured).
+    gpu_improvement=("1 row per program: 4x more programs, no register pressure", {"BLOCK_M": 1}),
+    gpu_regression=("16 rows per program: fewer, larger programs", {"BLOCK_M": 16}),
     bug_reason="the gate failed: the mean of squares is wrong whenever N is not a power of two",
     regression_reason="twice the programs cost more than latency hiding gained",
     # Triton's interpreter costs time per program: a few rows on CPU.
@@ -266,14 +280,28 @@ def run_demo(kernel_name: str, where: Path | None, gpu: bool | None) -> Path:
     return root
 
 
+def _decide(demo: Demo, reason_if_rejected: str) -> None:
+    """Accept or roll back as the stored verdict says: the demo follows kgit, as a user would.
+    (On an H200 the RMSNorm demo's CPU-tuned "improvement" measured 77% slower, and was rolled
+    back; the demo must show such a verdict, not fail on it.)"""
+    import json
+
+    show = demo.kgit("status", "--json")
+    verdict = json.loads(show.stdout)["open_round"]["verdict"]
+    if verdict in ("ACCEPTED", "ACCEPTED (trade-off)"):
+        demo.kgit("round", "accept")
+    else:
+        demo.kgit("round", "rollback", "--reason", reason_if_rejected)
+
+
 def _improving_round(demo: Demo) -> None:
-    hypothesis, tunables = demo.kernel.improvement
+    hypothesis, tunables = demo.kernel.improvement_on(demo.gpu)
     demo.title("round 2: a change that should be faster")
     demo.kgit("round", "start", hypothesis)
     demo.set_tunables(tunables)
-    demo.commit("more work per program")
+    demo.commit("more work per program" if demo.kernel.op == "rmsnorm" else "bigger tiles")
     demo.kgit("round", "validate")
-    demo.kgit("round", "accept")
+    _decide(demo, "measured slower than the best line on this machine")
 
 
 def _blocked_round(demo: Demo) -> None:
@@ -292,10 +320,10 @@ def _blocked_round(demo: Demo) -> None:
 
 
 def _regressing_round(demo: Demo) -> None:
-    hypothesis, tunables = demo.kernel.regression
+    hypothesis, tunables = demo.kernel.regression_on(demo.gpu)
     demo.title("round 4: a change that turns out slower -- rolled back, kept in the record")
     demo.kgit("round", "start", hypothesis)
     demo.set_tunables(tunables)
-    demo.commit("less work per program")
+    demo.commit("less work per program" if demo.kernel.op == "rmsnorm" else "smaller tiles")
     demo.kgit("round", "validate")
-    demo.kgit("round", "rollback", "--reason", demo.kernel.regression_reason)
+    _decide(demo, demo.kernel.regression_reason)

@@ -42,6 +42,9 @@ def plot_aggregate(views: list[RoundView], metric: str, labels: list[str], path:
     dropped = [(v.number, y) for v, y in points if y is not None and not v.accepted]
     if kept:
         ax.plot(*zip(*kept, strict=True), "-o", color="tab:blue", label="accepted (best line)")
+        last = max(v.number for v in views)
+        if last > kept[-1][0]:  # the best line holds its level through later rolled-back rounds
+            ax.plot([kept[-1][0], last], [kept[-1][1]] * 2, "--", color="tab:blue", lw=1)
     if dropped:
         ax.plot(*zip(*dropped, strict=True), "x", color="tab:red", ms=9, mew=2, label="rolled back")
     for lost in [v.number for v in views if v.note is None]:
