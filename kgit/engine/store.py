@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from kgit.errors import KgitError, UsageError
@@ -183,42 +184,61 @@ class Campaign:
         return GateNote.from_text(data) if data is not None else None
 
 
+# Fields a listing of rounds (status, log) does not read: kept out of the light cache file.
+_HEAVY_FIELDS = ("shapes", "statistics", "environment", "hashes", "diagnostics", "harness_tail")
+
+
 class NoteCache:
     """Parsed round notes keyed by blob sha, in .git/kgit/cache/.
 
     Parsing 1,000 YAML notes costs ~0.6 s, over the budget of `kgit status`. A blob's content
     never changes, so a parse keyed by its sha never goes stale; entries no longer listed are
-    dropped on rewrite. Losing the file (or a race between two writers) only costs a re-parse.
+    dropped on rewrite. Losing a file (or a race between two writers) only costs a re-parse.
+    Two files: the whole notes, and a light copy without per-shape results for listings (a
+    third of the bytes to read and decode at 1,000 rounds).
     """
 
     def __init__(self, repo: Repo, campaign: str) -> None:
-        self.path = repo.kgit_dir() / "cache" / f"round-notes-{campaign}.json"
+        folder = repo.kgit_dir() / "cache"
+        self.full = folder / f"round-notes-{campaign}.json"
+        self.light = folder / f"round-notes-{campaign}.light.json"
         self.repo = repo
 
-    def _load(self) -> dict[str, Any]:
+    @staticmethod
+    def _load(path: Path) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_bytes())
+            data = json.loads(path.read_bytes())
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) and data.get("v") == NOTE_VERSION else {}
+        ok = isinstance(data, dict) and data.get("v") == NOTE_VERSION
+        notes = data.get("notes") if ok else None
+        return notes if isinstance(notes, dict) else {}
 
     def parse(self, blobs: Iterable[str], with_shapes: bool = True) -> dict[str, RoundNote]:
         wanted = list(dict.fromkeys(blobs))
-        cached = self._load().get("notes", {})
-        missing = [blob for blob in wanted if blob not in cached]
-        fresh = {
-            blob: RoundNote.from_text(text).to_dict()
-            for blob, text in self.repo.read_blobs(missing).items()
-        }
-        if fresh or len(cached) != len(wanted):
-            self._store({blob: cached.get(blob) or fresh[blob] for blob in wanted})
-        return {
-            blob: RoundNote.from_dict(fresh[blob] if blob in fresh else cached[blob], with_shapes)
-            for blob in wanted
-        }
+        cached = self._load(self.light if not with_shapes else self.full)
+        if any(blob not in cached for blob in wanted) or len(cached) != len(wanted):
+            cached = self._refresh(wanted)
+        return {blob: RoundNote.from_dict(cached[blob], with_shapes) for blob in wanted}
 
-    def _store(self, notes: dict[str, Any]) -> None:
-        self.path.parent.mkdir(exist_ok=True)
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+    def _refresh(self, wanted: list[str]) -> dict[str, Any]:
+        """Parse what the full cache lacks, rewrite both files; return the full notes."""
+        full = self._load(self.full)
+        missing = [blob for blob in wanted if blob not in full]
+        for blob, text in self.repo.read_blobs(missing).items():
+            full[blob] = RoundNote.from_text(text).to_dict()
+        full = {blob: full[blob] for blob in wanted}
+        light = {
+            blob: {k: v for k, v in note.items() if k not in _HEAVY_FIELDS}
+            for blob, note in full.items()
+        }
+        self._store(self.full, full)
+        self._store(self.light, light)
+        return full
+
+    @staticmethod
+    def _store(path: Path, notes: dict[str, Any]) -> None:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"v": NOTE_VERSION, "notes": notes}))
-        os.replace(tmp, self.path)
+        os.replace(tmp, path)
