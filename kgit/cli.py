@@ -373,10 +373,10 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
 @click.pass_obj
 def log(obj: Ctx, as_json: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
-    from kgit.views.lineage import log_rows, render_log
+    from kgit.views.lineage import lineage, render_log
 
     campaign = obj.campaign()
-    emit(log_rows(campaign, campaign.all_rounds(with_shapes=False)), as_json, render_log)
+    emit(lineage(campaign), as_json, render_log)
 
 
 @cli.command()

@@ -71,6 +71,7 @@ class Campaign:
     state: CampaignState
     record_sha: str  # the record ref's commit this was read from (for compare-and-swap)
     best_at_load: str | None = None  # for views; writers re-read it under the lock
+    notes_at_load: str | None = None  # the round notes ref's commit: keys the views' cache
 
     @property
     def name(self) -> str:
@@ -79,12 +80,13 @@ class Campaign:
     @classmethod
     def load(cls, repo: Repo, name: str) -> Campaign:
         refs = CampaignRefs(name)
-        record, manifest, state, best = repo.read_objects(
+        record, manifest, state, best, notes = repo.read_objects(
             [
                 refs.record,
                 f"{refs.record}:{MANIFEST_FILE}",
                 f"{refs.record}:{STATE_FILE}",
                 refs.best,
+                refs.round_notes,
             ]
         )
         if record is None or manifest is None or state is None:
@@ -96,6 +98,7 @@ class Campaign:
             CampaignState.from_json(state[1]),
             record[0],
             best[0] if best else None,
+            notes[0] if notes else None,
         )
 
     # -- the record ref ------------------------------------------------------------------------
@@ -123,7 +126,7 @@ class Campaign:
         files = {MANIFEST_FILE: manifest.to_stored_text().encode(), STATE_FILE: state.to_json()}
         commit = repo.commit_tree(repo.make_tree(files), [], f"kgit {name}: campaign created\n")
         repo.update_ref(refs.record, commit, None, "kgit: campaign created")
-        return Campaign(repo, refs, manifest, state, commit, None)
+        return Campaign(repo, refs, manifest, state, commit)
 
     def reload(self) -> Campaign:
         return Campaign.load(self.repo, self.name)

@@ -5,6 +5,8 @@ Each view is data first (a dict or a list of dicts, the `--json` output) and tex
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 from kgit.engine.store import Campaign
@@ -56,6 +58,7 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "level": note.level,
                 "commit": commit,
                 "decided_at": note.decided_at,
+                "decision": note.decision,
             }
         )
     for lost in campaign.state.abandoned:  # rolled back before any commit: no note to hold them
@@ -70,19 +73,41 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "level": None,
                 "commit": None,
                 "decided_at": lost["at"],
+                "decision": ROLLED_BACK,
                 "reason": lost.get("reason"),
             }
         )
     return sorted(rows, key=lambda row: row["round"])
 
 
+def lineage(campaign: Campaign) -> list[dict[str, Any]]:
+    """`log_rows` of every round, cached in .git/kgit/cache/ under the commits of the notes ref
+    and the campaign record it was computed from: any new note or state moves one of them.
+    At 1,000 rounds this saves listing, loading and building every note (~70 ms of 0.3 s)."""
+    key = [campaign.notes_at_load, campaign.record_sha]
+    path = campaign.repo.kgit_dir() / "cache" / f"lineage-{campaign.name}.json"
+    try:
+        cached = json.loads(path.read_bytes())
+        if cached.get("key") == key and key[0]:
+            return list(cached["rows"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    rows = log_rows(campaign, campaign.all_rounds(with_shapes=False))
+    if key[0]:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "rows": rows}))
+        os.replace(tmp, path)
+    return rows
+
+
 def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
-    rounds = campaign.all_rounds(with_shapes=False)
-    notes = [n for _, n in rounds]
+    rows = lineage(campaign)
+    recorded = [row for row in rows if row["commit"]]
     best_tip = campaign.best_at_load or campaign.best_tip()
-    best_note = next((n for c, n in rounds if c == best_tip), None)
+    best_row = next((row for row in recorded if row["commit"] == best_tip), None)
     open_round = campaign.state.open_round
-    statuses = [row["status"] for row in log_rows(campaign, rounds)]
+    statuses = [row["status"] for row in rows]
     stall = consecutive_rollbacks(statuses)
     data: dict[str, Any] = {
         "campaign": campaign.name,
@@ -98,10 +123,10 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "best": {
             "ref": campaign.refs.best,
             "commit": best_tip,
-            "round": best_note.round if best_note else None,
-            "aggregate": best_note.aggregate if best_note else None,
+            "round": best_row["round"] if best_row else None,
+            "aggregate": best_row["aggregate"] if best_row else None,
         },
-        "baseline_aggregate": notes[0].aggregate if notes else None,
+        "baseline_aggregate": recorded[0]["aggregate"] if recorded else None,
         "rounds_recorded": len(statuses),
         "accepted": sum(status in ACCEPTING for status in statuses),
         "rolled_back": statuses.count(ROLLED_BACK),
@@ -115,13 +140,13 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
     }
     if open_round:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
-        note = next((n for c, n in rounds if c == tip), None)
+        row = next((r for r in recorded if r["commit"] == tip), None)
         data["open_round"] = {
             "round": open_round.number,
             "hypothesis": open_round.hypothesis,
             "branch": campaign.refs.round_branch(open_round.number),
             "has_commit": tip != open_round.parent,
-            "verdict": note.decision if note else None,
+            "verdict": row["decision"] if row else None,
         }
     data["next_step"] = next_step(data)
     return data

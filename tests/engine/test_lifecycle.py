@@ -220,3 +220,22 @@ def test_stagnation_review_after_two_rollbacks(campaign: Path) -> None:
     assert status["consecutive_rollbacks"] == 2  # type: ignore[index]
     assert status["stagnation_review_due"] is True  # type: ignore[index]
     assert "re-profile" in status["escalation"]  # type: ignore[index, operator]
+
+
+def test_status_follows_every_change_through_its_cache(campaign: Path) -> None:
+    repo = campaign
+    assert run_kgit("status", "--json").json()["rounds_recorded"] == 1  # type: ignore[index]
+    run_kgit("round", "start", "a change")
+    (repo / "kernel.txt").write_text("speed: 90\n")
+    assert commit(repo, "slower").returncode == 0
+    assert run_kgit("status", "--json").json()["open_round"]["verdict"] is None  # type: ignore[index]
+    run_kgit("round", "validate")
+    status = run_kgit("status", "--json").json()
+    assert status["open_round"]["verdict"] == "ROLLED BACK"  # type: ignore[index]
+    run_kgit("round", "rollback")
+    status = run_kgit("status", "--json").json()
+    assert (status["rounds_recorded"], status["rolled_back"]) == (2, 1)  # type: ignore[index]
+    run_kgit("round", "start", "nothing to commit")
+    run_kgit("round", "rollback")  # rolled back before a commit: only the record moves
+    assert run_kgit("status", "--json").json()["consecutive_rollbacks"] == 2  # type: ignore[index]
+    assert (repo / ".git" / "kgit" / "cache" / "lineage-c1.json").exists()
