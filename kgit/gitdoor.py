@@ -71,6 +71,20 @@ class Repo:
 
     # -- running git ---------------------------------------------------------------------------
 
+    def _run(
+        self,
+        args: Sequence[str],
+        input: bytes | None = None,
+        env_extra: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """The one place git runs: clean environment, the hook's index (unless the caller names
+        its own, e.g. a private index), every call traced as a user could type it."""
+        cmd = ["git", *args]
+        _trace(cmd, self.root)
+        env = clean_env({"GIT_INDEX_FILE": self.index_file} if self.index_file else None)
+        env.update(env_extra or {})
+        return subprocess.run(cmd, cwd=self.root, input=input, capture_output=True, env=env)
+
     def git(
         self,
         *args: str,
@@ -79,18 +93,11 @@ class Repo:
         env_extra: Mapping[str, str] | None = None,
     ) -> bytes:
         """Run `git ARGS` in the work tree and return stdout as bytes."""
-        cmd = ["git", *args]
-        _trace(cmd, self.root)
-        env = clean_env(env_extra)
-        if self.index_file:
-            env["GIT_INDEX_FILE"] = self.index_file
-        proc = subprocess.run(
-            cmd, cwd=self.root, input=input, capture_output=True, env=env, check=False
-        )
+        proc = self._run(args, input, env_extra)
         if check and proc.returncode != 0:
             raise GitError(
                 f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}",
-                hint=f"command: {shlex.join(cmd)}",
+                hint=f"command: {shlex.join(['git', *args])}",
             )
         return proc.stdout
 
@@ -98,12 +105,7 @@ class Repo:
         return self.git(*args, check=check).decode().strip()
 
     def succeeds(self, *args: str) -> bool:
-        cmd = ["git", *args]
-        _trace(cmd, self.root)
-        env = clean_env()
-        if self.index_file:
-            env["GIT_INDEX_FILE"] = self.index_file
-        return subprocess.run(cmd, cwd=self.root, capture_output=True, env=env).returncode == 0
+        return self._run(args).returncode == 0
 
     # -- refs ----------------------------------------------------------------------------------
 
@@ -116,10 +118,7 @@ class Repo:
     def update_ref(self, ref: str, new: str, old: str | None, message: str = "kgit") -> None:
         """Compare-and-swap: move REF to NEW only if it still points at OLD (None: must not exist)."""
         expected = old if old is not None else ZERO_SHA
-        env = clean_env()
-        cmd = ["git", "update-ref", "-m", message, ref, new, expected]
-        _trace(cmd, self.root)
-        proc = subprocess.run(cmd, cwd=self.root, capture_output=True, env=env)
+        proc = self._run(["update-ref", "-m", message, ref, new, expected])
         if proc.returncode != 0:
             raise KgitError(
                 f"{ref} moved while kgit was updating it",
@@ -196,14 +195,23 @@ class Repo:
             leaves.append(f"040000 tree {self.make_tree(sub)}\t{name}")
         return self.git("mktree", "-z", input="\0".join(leaves).encode() + b"\0").decode().strip()
 
-    def read_tree_files(self, treeish: str) -> dict[str, bytes]:
-        """Every file of a tree, path -> bytes (small kgit-owned trees only)."""
-        out = self.git("ls-tree", "-r", "-z", treeish)
-        shas: dict[str, str] = {}
+    def ls_tree(
+        self, treeish: str, paths: Sequence[str] = (), *, recursive: bool = True
+    ) -> dict[str, tuple[str, str]]:
+        """path -> (mode, sha) of the entries of TREEISH (limited to PATHS when given)."""
+        args = ["ls-tree", "-z", *(["-r"] if recursive else []), treeish]
+        out = self.git(*args, "--", *paths) if paths else self.git(*args)
+        entries: dict[str, tuple[str, str]] = {}
         for entry in out.split(b"\0"):
             if entry:
                 meta, path = entry.split(b"\t", 1)
-                shas[path.decode()] = meta.split()[2].decode()
+                mode, _kind, sha = meta.decode().split()
+                entries[path.decode()] = (mode, sha)
+        return entries
+
+    def read_tree_files(self, treeish: str) -> dict[str, bytes]:
+        """Every file of a tree, path -> bytes (small kgit-owned trees only)."""
+        shas = {path: sha for path, (_mode, sha) in self.ls_tree(treeish).items()}
         blobs = self.read_blobs(list(shas.values()))
         return {path: blobs[sha] for path, sha in shas.items()}
 
@@ -223,13 +231,9 @@ class Repo:
     def path_blobs(self, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
         """Blob sha of each path at COMMIT (None when absent)."""
         result: dict[str, str | None] = dict.fromkeys(paths)
-        if not paths:
-            return result
-        out = self.git("ls-tree", "-z", commit, "--", *paths)
-        for entry in out.split(b"\0"):
-            if entry:
-                meta, path = entry.split(b"\t", 1)
-                result[path.decode()] = meta.split()[2].decode()
+        if paths:
+            for path, (_mode, sha) in self.ls_tree(commit, paths, recursive=False).items():
+                result[path] = sha
         return result
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
@@ -286,12 +290,8 @@ class Repo:
         the user's index and work tree are never touched."""
         import tempfile
 
-        modes: dict[str, str] = {}
-        out = self.git("ls-tree", "-r", "-z", commit, "--", *files) if files else b""
-        for entry in out.split(b"\0"):
-            if entry:
-                meta, name = entry.split(b"\t", 1)
-                modes[name.decode()] = meta.split()[0].decode()
+        listed = self.ls_tree(commit, list(files)) if files else {}
+        modes = {path: mode for path, (mode, _sha) in listed.items()}
         with tempfile.TemporaryDirectory(prefix="kgit-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self.git("read-tree", commit, env_extra=env)

@@ -99,15 +99,17 @@ def run_kgit(*args: str) -> KgitResult:
     return KgitResult(code, out.getvalue().decode(), err.getvalue().decode())
 
 
-def commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    """A real `git commit -a` (hooks run), as a user would type it."""
+def commit(
+    repo: Path, message: str, *extra: str, all_files: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """A real `git commit [-a]` (hooks run), as a user would type it."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")
     }
     return subprocess.run(
-        ["git", "commit", "-q", "-a", "-m", message, *extra],
+        ["git", "commit", "-q", *(["-a"] if all_files else []), "-m", message, *extra],
         cwd=repo,
         capture_output=True,
         text=True,

@@ -19,6 +19,7 @@ from kgit.engine.measure import (
     measure,
     require_clean,
 )
+from kgit.engine.runner import run_command
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
 from kgit.errors import KgitError, UsageError
@@ -120,8 +121,6 @@ def _protected_changes(campaign: Campaign, commit: str) -> list[str]:
 
 
 def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
-    from kgit.engine.runner import run_command
-
     command = campaign.manifest.rebuild_command
     if not command:
         return
@@ -142,8 +141,6 @@ def _shape_results(
     baseline: dict[str, float],
     labels: list[str],
 ) -> list[ShapeResult]:
-    from kgit.judge.verdict import mean_values
-
     means = mean_values([r.score for r in runs])
     results = []
     for label in labels:

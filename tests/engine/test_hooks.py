@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -49,33 +48,14 @@ def test_the_gate_tests_exactly_the_staged_snapshot(campaign: Path) -> None:
     kernel.write_text("speed: 130\n")
     git(repo, "add", "kernel.txt")
     kernel.write_text("speed: 130\nBUG\n")  # unstaged: must not be what the gate sees
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")
-    }
-    import subprocess
-
-    done = subprocess.run(
-        ["git", "commit", "-q", "-m", "staged part"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    done = commit(repo, "staged part", all_files=False)
     assert done.returncode == 0, done.stderr
     assert kernel.read_text() == "speed: 130\nBUG\n"  # the unstaged edit is back
     assert git(repo, "show", "HEAD:kernel.txt") == "speed: 130"
     # ...and the reverse: a broken staged snapshot is blocked even if the work tree is fine.
     git(repo, "add", "kernel.txt")
     kernel.write_text("speed: 130\n")
-    blocked = subprocess.run(
-        ["git", "commit", "-q", "-m", "broken staged"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    blocked = commit(repo, "broken staged", all_files=False)
     assert blocked.returncode != 0 and "BUG" in blocked.stderr
     assert kernel.read_text() == "speed: 130\n"
     assert not list((repo / ".git" / "kgit" / "patches").glob("*.patch"))
