@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import torch
@@ -24,10 +25,16 @@ POOL_MEMORY_SHARE = 0.3
 POOL_BYTES_CAP = 32 * 1024**3
 MIN_POOL = 3
 MAX_REPEATS = 2000
+# Calls run this long to estimate the time of one before the input pool is sized.
+ESTIMATE_MS = 20.0
 # torch.cuda._sleep spins for a number of cycles; counted at 2 GHz, at or above the boost clock of
 # current parts, so a lower clock only lengthens the sleep.
 GPU_CYCLES_PER_MS = 2_000_000
-MAX_LEAD_MS = 1000.0
+# Calls queued at once with no sync: each is four launches (flush, two events, the kernel), and
+# the driver's launch queue holds on the order of a thousand.
+QUEUED_CALLS = 32
+# A host-bound loop sleeps the GPU this many times the host time it was measured to need.
+LEAD_MARGIN = 2.0
 
 _flush_buffers: dict[str, torch.Tensor] = {}
 
@@ -41,6 +48,8 @@ class Timing:
     std_ms: float
     samples: tuple[float, ...]
     method: str
+    # Samples taken while the GPU may have been waiting for the host to queue the call.
+    host_bound_samples: int = 0
 
     @classmethod
     def from_samples(cls, samples: list[float], method: str) -> Timing:
@@ -82,18 +91,19 @@ def time_fn(
         sync = torch.cuda.synchronize
     # Short kernels get more samples, so that the timed calls span `min_time_ms` of device time
     # (as do_bench's `rep`): in one H200 check, 100 calls of a 0.2 ms GEMM (20 ms in all) read
-    # up to 8% apart from one run to the next as the chip's power state moved under them.
-    estimate = _warm_up(fn, warm, warmup_ms, sync)
+    # up to 8% apart from one run to the next as the chip's power state moved under them. A few
+    # calls estimate the time per call; the full warm-up comes after the pool is built, right
+    # before the samples: building a pool of gigabytes leaves the matrix units idle long enough
+    # for the clocks and the power limiter to move away from where the kernel drives them.
+    estimate = _warm_up(fn, warm, min(warmup_ms, ESTIMATE_MS), sync)
     wanted = max(repeats, min(MAX_REPEATS, math.ceil(min_time_ms / max(estimate.wall_ms, 1e-4))))
     count = _pool_size(wanted, nbytes(warm), device, pool_bytes)
     pool = [make_inputs() for _ in range(count)]
-    # Building the pool idles the chip a moment: warm it again, briefly, before the samples.
-    rewarm_ms = min(warmup_ms, 50.0)
     if device.type == "cuda":
         if cuda_graph:
-            return _time_cuda_graph(fn, warm, pool, rewarm_ms)
-        return _time_cuda_events(fn, warm, pool, rewarm_ms, flush_l2)
-    return _time_cpu(fn, warm, pool, rewarm_ms)
+            return _time_cuda_graph(fn, warm, pool, warmup_ms)
+        return _time_cuda_events(fn, warm, pool, warmup_ms, flush_l2)
+    return _time_cpu(fn, warm, pool, warmup_ms)
 
 
 def nbytes(inputs: object) -> int:
@@ -153,7 +163,9 @@ def _warm_up(
     fn: Callable[[T], object], inputs: T, warmup_ms: float, sync: Callable[[], None]
 ) -> _WarmUp:
     # The first call may compile or autotune; the clock only counts once that is over. Batches
-    # double so a 5 us kernel and a 50 ms kernel both reach the target without a sync per call.
+    # double so a 5 us kernel and a 50 ms kernel both reach the target without a sync per call,
+    # up to QUEUED_CALLS: a batch that fills the driver's launch queue blocks the host on the
+    # GPU, and the host would then read as slow as the GPU whatever its own cost.
     fn(inputs)
     sync()
     start = time.perf_counter()
@@ -167,7 +179,7 @@ def _warm_up(
         wall_s = time.perf_counter() - batch_start
         if (time.perf_counter() - start) * 1e3 >= warmup_ms:
             return _WarmUp(host_s * 1e3 / batch, wall_s * 1e3 / batch)
-        batch = min(batch * 2, 1024)
+        batch = min(batch * 2, QUEUED_CALLS)
 
 
 def _time_cpu(fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float) -> Timing:
@@ -196,30 +208,67 @@ def _gpu_sleep(ms: float) -> None:
 def _time_cuda_events(
     fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float, flush_l2: bool
 ) -> Timing:
-    # The SM clock idles far below its boost clock: without a warm-up of a few hundred ms the
-    # first samples time a slow chip. Events are recorded with no host sync between calls, so
-    # the flush ahead of each call also hides the host's launch latency for the next one.
-    warm_up = _warm_up(fn, warm, warmup_ms, torch.cuda.synchronize)
     flush = _flush_buffer(_device_of(warm))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in pool]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in pool]
-    torch.cuda.synchronize()
-    # When the host is slower than the GPU, a start event fires before the kernel is even
-    # launched and the sample times Python. Then a GPU-side sleep covering the whole loop's host
-    # work lets the host queue every call first (the sleep sits before the first start event).
-    # Only then: in one H200 run that slept before every shape, large GEMMs read 3-9% above
-    # do_bench and the seed loop, presumably as the idle spell let the power limiter relax.
-    if warm_up.host_bound:
-        _gpu_sleep(min(len(pool) * (warm_up.host_ms + 0.02) + 1.0, MAX_LEAD_MS))
-    for inputs, start, end in zip(pool, starts, ends, strict=True):
+
+    def timed_call(inputs: T, start: torch.cuda.Event, end: torch.cuda.Event) -> None:
         if flush_l2:
             flush.zero_()
         start.record()
         fn(inputs)
         end.record()
+
+    # The SM clock idles far below its boost clock: without a warm-up of a few hundred ms the
+    # first samples time a slow chip. The warm-up runs the timed loop's own body, flush and
+    # events included, so its host time per call is what the timed loop will cost the host.
+    spare = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+    warm_up = _warm_up(lambda inputs: timed_call(inputs, *spare), warm, warmup_ms, _sync)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in pool]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in pool]
+    method = "cuda-events+l2flush" if flush_l2 else "cuda-events"
+    _sync()
+    if not warm_up.host_bound:
+        for inputs, start, end in zip(pool, starts, ends, strict=True):
+            timed_call(inputs, start, end)
+        _sync()
+        return Timing.from_samples(_elapsed(starts, ends), method)
+    # When the host is slower than the GPU, a start event fires before the kernel is even
+    # launched and the sample times Python. Then a GPU-side sleep ahead of each chunk of calls,
+    # twice the host time the chunk was measured to need, lets the host queue the chunk first.
+    # Chunks are small, so the launch queue never fills while the GPU sleeps (a full queue
+    # blocks the host until the sleep ends, and the rest of the chunk would time the host).
+    # An event behind the sleep tells whether the GPU caught up with the host all the same
+    # (a stall of the host): that chunk's samples are counted in `host_bound_samples`. Only
+    # then: in one H200 run that slept before every shape, large GEMMs read 3-9% above do_bench
+    # and the seed loop, presumably as the idle spell let the power limiter relax.
+    lead_per_call_ms = LEAD_MARGIN * warm_up.host_ms
+    caught_up = 0
+    for first in range(0, len(pool), QUEUED_CALLS):
+        part = range(first, min(first + QUEUED_CALLS, len(pool)))
+        _sync()
+        _gpu_sleep(lead_per_call_ms * len(part) + 0.05)
+        lead = torch.cuda.Event()
+        lead.record()
+        for i in part:
+            timed_call(pool[i], starts[i], ends[i])
+        if lead.query():
+            caught_up += len(part)
+    _sync()
+    timing = Timing.from_samples(_elapsed(starts, ends), method + "+lead")
+    if caught_up:
+        warnings.warn(
+            f"{caught_up} of {len(pool)} timed calls may have timed the host: the GPU caught up "
+            "with the host's queue (is the machine busy?)",
+            stacklevel=3,
+        )
+    return replace(timing, host_bound_samples=caught_up)
+
+
+def _sync() -> None:
     torch.cuda.synchronize()
-    samples = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
-    return Timing.from_samples(samples, "cuda-events+l2flush" if flush_l2 else "cuda-events")
+
+
+def _elapsed(starts: list[torch.cuda.Event], ends: list[torch.cuda.Event]) -> list[float]:
+    return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
 
 
 def _time_cuda_graph(fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float) -> Timing:

@@ -92,3 +92,17 @@ def test_cuda_events_and_graph_time_a_matmul() -> None:
     graph = time_fn(make, lambda p: p[0] @ p[1], repeats=30, warmup_ms=100.0, cuda_graph=True)
     assert events.method.startswith("cuda-events") and graph.method == "cuda-graph"
     assert 0.0 < graph.median_ms < 10.0 and 0.0 < events.median_ms < 10.0
+
+
+@pytest.mark.gpu
+def test_a_host_bound_call_is_timed_on_the_gpu() -> None:
+    # 0.3 ms of host work per call around a kernel of a few microseconds: events around the call
+    # would read the host's time unless the GPU is held back until the host has queued the calls.
+    def op(x: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.0003)
+        return x + 1
+
+    timing = time_fn(lambda: torch.randn(4096, device="cuda"), op, repeats=200, warmup_ms=50.0)
+    assert timing.method.endswith("+lead")
+    assert timing.host_bound_samples == 0
+    assert timing.median_ms < 0.1, f"timed the host: median {timing.median_ms:.3f} ms"
