@@ -111,6 +111,22 @@ def run_pairs(
     return out
 
 
+def judgement(
+    campaign: Campaign, run: ABRun, labels: list[str], floors: dict[str, float]
+) -> ABJudgement:
+    """The verdict statistics of RUN: those sampling stopped on, or, when the pairs ran out
+    first, the same judgement over every pair taken."""
+    settings, limits = campaign.manifest.interleaved, campaign.manifest.thresholds
+    return run.judgement or judge_pairs(
+        run.pairs,
+        labels,
+        floors,
+        confidence=settings.confidence,
+        min_effect_pct=settings.min_effect_pct,
+        core_regression_pct=limits.core_regression_pct,
+    )
+
+
 def calibrate(
     campaign: Campaign, commit: str, labels: list[str], say: Say, *, echo: bool
 ) -> tuple[dict[str, float], ABRun]:

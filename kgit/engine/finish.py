@@ -4,7 +4,9 @@
    listed and must be allowed by the user).
 2. The project's full test suite (`acceptance_command`) passes on the best line.
 3. Full validation: the quick harness on every target shape, judged against the baseline with the
-   seed's rule (every shape PASS, the aggregate improved, no core shape down past the limit).
+   seed's rule (every shape PASS, the aggregate improved, no core shape down past the limit); under
+   `decision_policy: interleaved`, A/B pairs of the baseline commit and the best line, judged with
+   the rounds' confidence intervals.
 4. A branch `kgit/<campaign>/final` ready to merge or open as a pull request: one commit per
    accepted round (several commits of one round squashed), built with commit-tree from the round
    commits' trees, each message carrying the round's hypothesis and result (from its note).
@@ -21,13 +23,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgit.engine.abtest import best_tree, judgement, run_pairs
 from kgit.engine.gate import Say
 from kgit.engine.measure import HarnessError, Measurement, measure, require_clean
 from kgit.engine.runner import run_command
 from kgit.engine.store import Campaign, now
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
-from kgit.judge.verdict import REMEASURE, seed_verdict
+from kgit.judge.scoring import geomean
+from kgit.judge.verdict import REMEASURE, interleaved_verdict, mean_values, seed_verdict
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
 
 Confirm = Callable[[list[str]], bool]
@@ -188,6 +192,9 @@ def _full_validation(
     labels = [label for label in campaign.manifest.shape_labels if label in baseline]
     shapes = campaign.manifest.shapes_for(labels)
     frozen = tuple(campaign.state.frozen_header or ())
+    if campaign.manifest.decision_policy == "interleaved" and best != campaign.state.base:
+        _ab_validation(campaign, check, labels, say, echo=echo)
+        return
     say(f"full validation on all {len(labels)} active target shapes against the baseline")
     try:
         while True:
@@ -216,6 +223,63 @@ def _full_validation(
         failing = [r for r in verdict.reasons if r.startswith("correctness gate")]
         check.reasons += [f"full validation: {r}" for r in failing]
     elif not verdict.accepts:
+        check.reasons += [
+            f"full validation against the baseline: {r}" for r in check.verdict_reasons
+        ]
+
+
+def _ab_validation(
+    campaign: Campaign, check: Acceptance, labels: list[str], say: Say, *, echo: bool
+) -> None:
+    """Under `decision_policy: interleaved`, the baseline commit (A, in kgit's own work tree) and
+    the best line (B) take turns on every active shape, judged as a round is. Shapes the A/A
+    calibration did not cover (it runs on the representative ones) take its widest floor."""
+    floors = campaign.state.noise_floors
+    if not floors:
+        raise KgitError(
+            "no calibrated noise floors for decision_policy: interleaved",
+            hint="the A/A calibration runs at kgit baseline; record a new baseline epoch",
+        )
+    widest = max(floors.values())
+    floors = {label: floors.get(label, widest) for label in labels}
+    shapes = campaign.manifest.shapes_for(labels)
+    tree = best_tree(campaign, campaign.state.base, say, echo=echo)
+    say(
+        f"full validation: A/B pairs of the baseline (A) and the best line (B) on all "
+        f"{len(labels)} active target shapes"
+    )
+    try:
+        ab = run_pairs(campaign, shapes, (tree, campaign.repo.root), floors, say, echo=echo)
+    except HarnessError as exc:
+        check.reasons.append(f"full validation: {exc.message}")
+        return
+    check.runs = ab.candidate_runs
+    failing = ab.candidate_runs[-1].score.failing if ab.candidate_runs else []
+    if failing:
+        check.reasons.append(
+            f"full validation: correctness gate: Check FAIL on {', '.join(failing)}"
+        )
+        return
+    judged = judgement(campaign, ab, labels, floors)
+    verdict = interleaved_verdict(judged, campaign.manifest.thresholds)
+    check.verdict_reasons = [r.replace("vs best", "vs baseline") for r in verdict.reasons]
+    final, base = (
+        mean_values([r.score for r in ab.candidate_runs]),
+        mean_values([r.score for r in ab.best_runs]),
+    )
+    check.aggregate = geomean(final[label] for label in labels)
+    check.baseline_aggregate = geomean(base[label] for label in labels)
+    check.gain_pct = verdict.gain_pct
+    check.shapes = [
+        {
+            "label": label,
+            "baseline": base[label],
+            "final": final[label],
+            "delta_pct": judged.shapes[label].change_pct,
+        }
+        for label in labels
+    ]
+    if not verdict.accepts:
         check.reasons += [
             f"full validation against the baseline: {r}" for r in check.verdict_reasons
         ]

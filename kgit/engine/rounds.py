@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.engine.abtest import best_tree, run_pairs
+from kgit.engine.abtest import best_tree, judgement, run_pairs
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.measure import (
     HarnessError,
@@ -24,7 +24,7 @@ from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
 from kgit.errors import KgitError, UsageError
 from kgit.judge.scoring import diagnostics, geomean, pct
-from kgit.judge.stats import Estimate, judge_pairs
+from kgit.judge.stats import Estimate
 from kgit.judge.verdict import REMEASURE, Verdict, interleaved_verdict, mean_values, seed_verdict
 from kgit.records.notes import (
     ACCEPTING,
@@ -279,23 +279,16 @@ def _interleaved(
             ROLLED_BACK, [f"correctness gate: Check FAIL on {', '.join(failing)}"], 0.0, 0.0, -100.0
         )
         return verdict, ab.candidate_runs, ab.best_runs
-    judgement = ab.judgement or judge_pairs(
-        ab.pairs,
-        labels,
-        floors,
-        confidence=campaign.manifest.interleaved.confidence,
-        min_effect_pct=campaign.manifest.interleaved.min_effect_pct,
-        core_regression_pct=campaign.manifest.thresholds.core_regression_pct,
-    )
+    judged = judgement(campaign, ab, labels, floors)
     note.statistics = {
         "policy": "interleaved",
         "pairs": len(ab.pairs),
         "seconds": round(ab.seconds, 1),
-        "aggregate": _estimate_dict(judgement.aggregate),
-        "shapes": {label: _estimate_dict(e) for label, e in judgement.shapes.items()},
+        "aggregate": _estimate_dict(judged.aggregate),
+        "shapes": {label: _estimate_dict(e) for label, e in judged.shapes.items()},
     }
     return (
-        interleaved_verdict(judgement, campaign.manifest.thresholds),
+        interleaved_verdict(judged, campaign.manifest.thresholds),
         ab.candidate_runs,
         ab.best_runs,
     )

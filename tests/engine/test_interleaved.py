@@ -68,3 +68,43 @@ def test_a_changed_environment_is_refused(ab_campaign: Path) -> None:
     assert result.code == 1
     assert "environment changed since the baseline: torch 2.11 -> 2.12" in result.err
     assert "new baseline epoch" in result.err
+
+
+def test_finish_judges_the_best_line_against_the_baseline_in_pairs(ab_campaign: Path) -> None:
+    repo = ab_campaign
+    labels = ["s64", "s128", "s256", "s512", "s1024", "s2048"]
+    representative = run_kgit("status", "--json").json()["representative_shapes"]  # type: ignore[index]
+    unmeasured = next(label for label in labels if label not in representative)
+    run_kgit("round", "start", "15% faster")
+    (repo / "kernel.txt").write_text("speed: 115\nnoise: 0.01\ntorch: 2.11\n")
+    assert commit(repo, "faster").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    assert run_kgit("round", "accept").code == 0
+    result = run_kgit("-q", "finish", "--json")
+    assert result.code == 0, result
+    data = result.json()
+    assert "vs baseline, better (CI" in data["verdict"][0]  # type: ignore[index]
+    assert 12 < data["gain_pct"] < 18  # type: ignore[index, operator]
+    shapes = {s["label"]: s for s in data["shapes"]}  # type: ignore[index, union-attr]
+    assert set(shapes) == set(labels)  # every active shape, not only the representative ones
+    assert 12 < shapes[unmeasured]["delta_pct"] < 18
+    assert 1.12 < shapes[unmeasured]["final"] / shapes[unmeasured]["baseline"] < 1.18
+
+
+def test_finish_in_pairs_refuses_a_shape_the_rounds_never_measured(ab_campaign: Path) -> None:
+    repo = ab_campaign
+    representative = run_kgit("status", "--json").json()["representative_shapes"]  # type: ignore[index]
+    unmeasured = next(
+        s for s in ("s64", "s128", "s256", "s512", "s1024", "s2048") if s not in representative
+    )
+    run_kgit("round", "start", "tuned for the big shapes")
+    (repo / "kernel.txt").write_text(
+        f"speed: 120\nspeed.{unmeasured}: 50\nnoise: 0.01\ntorch: 2.11\n"
+    )
+    assert commit(repo, "tuned").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    assert run_kgit("round", "accept").code == 0
+    result = run_kgit("-q", "finish")
+    assert result.code == 1, result
+    assert "full validation against the baseline: core shape down" in result.err
+    assert unmeasured in result.err
