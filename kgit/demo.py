@@ -122,7 +122,8 @@ RMSNORM = DemoKernel(
     ),
     regression=("2 rows per program: more programs in flight to hide latency", {"BLOCK_M": 2}),
     # Measured on an H200: 16 rows per program ran 77% slower there (16 x 8192 fp32 per program
-    # spills); one row per program is the GPU's hypothesis (not yet measured).
+    # spills); one row per program raised 32768x8192 by 30% but was rolled back twice, on the
+    # 1024x1024 shape as timed by a host-bound loop since fixed (not re-measured yet).
     gpu_improvement=("1 row per program: 4x more programs, no register pressure", {"BLOCK_M": 1}),
     gpu_regression=("16 rows per program: fewer, larger programs", {"BLOCK_M": 16}),
     bug_reason="the gate failed: the mean of squares is wrong whenever N is not a power of two",
