@@ -68,7 +68,7 @@ def run_pairs(
     pairs_wanted: int | None = None,
 ) -> ABRun:
     """Alternate the harness between trees (A, B) until settled, or a fixed count of pairs."""
-    settings, limits = campaign.manifest.interleaved, campaign.manifest.thresholds
+    settings = campaign.manifest.interleaved
     frozen = tuple(campaign.state.frozen_header or ())
     labels = [s["label"] for s in shapes]
     start = time.monotonic()
@@ -97,14 +97,7 @@ def run_pairs(
         out.pairs.append(Pair(_values(runs["A"]), _values(runs["B"])))
         out.seconds = time.monotonic() - start
         if pairs_wanted is None and len(out.pairs) >= settings.min_pairs:
-            out.judgement = judge_pairs(
-                out.pairs,
-                labels,
-                floors,
-                confidence=settings.confidence,
-                min_effect_pct=settings.min_effect_pct,
-                core_regression_pct=limits.core_regression_pct,
-            )
+            out.judgement = _judge(campaign, out.pairs, labels, floors)
             if out.judgement.settled or out.seconds >= settings.budget_s:
                 break
     out.seconds = time.monotonic() - start
@@ -116,9 +109,15 @@ def judgement(
 ) -> ABJudgement:
     """The verdict statistics of RUN: those sampling stopped on, or, when the pairs ran out
     first, the same judgement over every pair taken."""
+    return run.judgement or _judge(campaign, run.pairs, labels, floors)
+
+
+def _judge(
+    campaign: Campaign, pairs: list[Pair], labels: list[str], floors: dict[str, float]
+) -> ABJudgement:
     settings, limits = campaign.manifest.interleaved, campaign.manifest.thresholds
-    return run.judgement or judge_pairs(
-        run.pairs,
+    return judge_pairs(
+        pairs,
         labels,
         floors,
         confidence=settings.confidence,
