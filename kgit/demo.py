@@ -8,6 +8,7 @@ regression is a real slowdown measured by the harness.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -17,10 +18,20 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kgit.errors import KgitError
 from kgit.gitdoor import clean_env
+from kgit.records.notes import ACCEPTING
 from kgit.resources import examples_dir
+
+
+class Change(NamedTuple):
+    """A round's edit: its hypothesis, its commit message, the tunables it sets."""
+
+    hypothesis: str
+    message: str
+    tunables: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -34,19 +45,19 @@ class DemoKernel:
     op: str
     metric: str
     baseline: dict[str, int]
-    improvement: tuple[str, dict[str, int]]
+    improvement: Change
     bug: tuple[str, str, str, str]  # hypothesis, commit message, regex, replacement
-    regression: tuple[str, dict[str, int]]
+    regression: Change
     bug_reason: str = ""
     regression_reason: str = ""
     # Where the GPU and Triton's CPU interpreter disagree on what is faster.
-    gpu_improvement: tuple[str, dict[str, int]] | None = None
-    gpu_regression: tuple[str, dict[str, int]] | None = None
+    gpu_improvement: Change | None = None
+    gpu_regression: Change | None = None
 
-    def improvement_on(self, gpu: bool) -> tuple[str, dict[str, int]]:
+    def improvement_on(self, gpu: bool) -> Change:
         return self.gpu_improvement if gpu and self.gpu_improvement else self.improvement
 
-    def regression_on(self, gpu: bool) -> tuple[str, dict[str, int]]:
+    def regression_on(self, gpu: bool) -> Change:
         return self.gpu_regression if gpu and self.gpu_regression else self.regression
 
     cpu_shapes: list[dict[str, object]] = field(default_factory=list)
@@ -66,8 +77,9 @@ GEMM = DemoKernel(
     metric="Combined Step TFLOPS",
     # The example's own 64x64x32 tiles, without the autotuner (so the rounds' edits decide).
     baseline={"AUTOTUNE": 0},
-    improvement=(
+    improvement=Change(
         "128x128x64 tiles: 4x fewer programs, each loaded tile reused twice as often",
+        "bigger tiles",
         {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
     ),
     bug=(
@@ -76,8 +88,9 @@ GEMM = DemoKernel(
         r"range\(0, tl\.cdiv\(K, BLOCK_K\)\)",
         "range(0, K // BLOCK_K)",
     ),
-    regression=(
+    regression=Change(
         "32x32x32 tiles: more programs in flight to hide memory latency",
+        "smaller tiles",
         {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32},
     ),
     bug_reason="the gate failed: wrong results whenever K is not a multiple of BLOCK_K",
@@ -110,8 +123,9 @@ RMSNORM = DemoKernel(
     op="rmsnorm",
     metric="Forward GB/s",
     baseline={},
-    improvement=(
+    improvement=Change(
         "16 rows per program: 4x fewer programs, each streaming more rows of x",
+        "more work per program",
         {"BLOCK_M": 16},
     ),
     bug=(
@@ -120,12 +134,22 @@ RMSNORM = DemoKernel(
         r"tl\.sum\(x \* x, axis=1\) / N \+ eps",
         "tl.sum(x * x, axis=1) / BLOCK_N + eps",
     ),
-    regression=("2 rows per program: more programs in flight to hide latency", {"BLOCK_M": 2}),
+    regression=Change(
+        "2 rows per program: more programs in flight to hide latency",
+        "less work per program",
+        {"BLOCK_M": 2},
+    ),
     # Measured on an H200: 16 rows per program ran 77% slower there (16 x 8192 fp32 per program
     # spills); one row per program raised 32768x8192 by 30% but was rolled back twice, on the
     # 1024x1024 shape as timed by a host-bound loop since fixed (not re-measured yet).
-    gpu_improvement=("1 row per program: 4x more programs, no register pressure", {"BLOCK_M": 1}),
-    gpu_regression=("16 rows per program: fewer, larger programs", {"BLOCK_M": 16}),
+    gpu_improvement=Change(
+        "1 row per program: 4x more programs, no register pressure",
+        "less work per program",
+        {"BLOCK_M": 1},
+    ),
+    gpu_regression=Change(
+        "16 rows per program: fewer, larger programs", "more work per program", {"BLOCK_M": 16}
+    ),
     bug_reason="the gate failed: the mean of squares is wrong whenever N is not a power of two",
     regression_reason="twice the programs cost more than latency hiding gained",
     # Triton's interpreter costs time per program: a few rows on CPU.
@@ -285,22 +309,19 @@ def _decide(demo: Demo, reason_if_rejected: str) -> None:
     """Accept or roll back as the stored verdict says: the demo follows kgit, as a user would.
     (On an H200 the RMSNorm demo's CPU-tuned "improvement" measured 77% slower, and was rolled
     back; the demo must show such a verdict, not fail on it.)"""
-    import json
-
     show = demo.kgit("status", "--json")
-    verdict = json.loads(show.stdout)["open_round"]["verdict"]
-    if verdict in ("ACCEPTED", "ACCEPTED (trade-off)"):
+    if json.loads(show.stdout)["open_round"]["verdict"] in ACCEPTING:
         demo.kgit("round", "accept")
     else:
         demo.kgit("round", "rollback", "--reason", reason_if_rejected)
 
 
 def _improving_round(demo: Demo) -> None:
-    hypothesis, tunables = demo.kernel.improvement_on(demo.gpu)
+    change = demo.kernel.improvement_on(demo.gpu)
     demo.title("round 2: a change that should be faster")
-    demo.kgit("round", "start", hypothesis)
-    demo.set_tunables(tunables)
-    demo.commit("more work per program" if demo.kernel.op == "rmsnorm" else "bigger tiles")
+    demo.kgit("round", "start", change.hypothesis)
+    demo.set_tunables(change.tunables)
+    demo.commit(change.message)
     demo.kgit("round", "validate")
     _decide(demo, "measured slower than the best line on this machine")
 
@@ -321,10 +342,10 @@ def _blocked_round(demo: Demo) -> None:
 
 
 def _regressing_round(demo: Demo) -> None:
-    hypothesis, tunables = demo.kernel.regression_on(demo.gpu)
+    change = demo.kernel.regression_on(demo.gpu)
     demo.title("round 4: a change that turns out slower -- rolled back, kept in the record")
-    demo.kgit("round", "start", hypothesis)
-    demo.set_tunables(tunables)
-    demo.commit("less work per program" if demo.kernel.op == "rmsnorm" else "smaller tiles")
+    demo.kgit("round", "start", change.hypothesis)
+    demo.set_tunables(change.tunables)
+    demo.commit(change.message)
     demo.kgit("round", "validate")
     _decide(demo, demo.kernel.regression_reason)

@@ -191,10 +191,10 @@ def _full_validation(
     baseline = rounds[0][1].values() if rounds else {}
     labels = [label for label in campaign.manifest.shape_labels if label in baseline]
     shapes = campaign.manifest.shapes_for(labels)
-    frozen = tuple(campaign.state.frozen_header or ())
     if campaign.manifest.decision_policy == "interleaved" and best != campaign.state.base:
-        _ab_validation(campaign, check, labels, say, echo=echo)
+        _ab_validation(campaign, check, labels, shapes, say, echo=echo)
         return
+    frozen = tuple(campaign.state.frozen_header or ())
     say(f"full validation on all {len(labels)} active target shapes against the baseline")
     try:
         while True:
@@ -229,7 +229,13 @@ def _full_validation(
 
 
 def _ab_validation(
-    campaign: Campaign, check: Acceptance, labels: list[str], say: Say, *, echo: bool
+    campaign: Campaign,
+    check: Acceptance,
+    labels: list[str],
+    shapes: list[dict[str, Any]],
+    say: Say,
+    *,
+    echo: bool,
 ) -> None:
     """Under `decision_policy: interleaved`, the baseline commit (A, in kgit's own work tree) and
     the best line (B) take turns on every active shape, judged as a round is. Shapes the A/A
@@ -242,7 +248,6 @@ def _ab_validation(
         )
     widest = max(floors.values())
     floors = {label: floors.get(label, widest) for label in labels}
-    shapes = campaign.manifest.shapes_for(labels)
     tree = best_tree(campaign, campaign.state.base, say, echo=echo)
     say(
         f"full validation: A/B pairs of the baseline (A) and the best line (B) on all "
@@ -263,10 +268,8 @@ def _ab_validation(
     judged = judgement(campaign, ab, labels, floors)
     verdict = interleaved_verdict(judged, campaign.manifest.thresholds)
     check.verdict_reasons = [r.replace("vs best", "vs baseline") for r in verdict.reasons]
-    final, base = (
-        mean_values([r.score for r in ab.candidate_runs]),
-        mean_values([r.score for r in ab.best_runs]),
-    )
+    final = mean_values([r.score for r in ab.candidate_runs])
+    base = mean_values([r.score for r in ab.best_runs])
     check.aggregate = geomean(final[label] for label in labels)
     check.baseline_aggregate = geomean(base[label] for label in labels)
     check.gain_pct = verdict.gain_pct

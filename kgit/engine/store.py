@@ -241,7 +241,13 @@ class NoteCache:
 
     @staticmethod
     def _store(path: Path, notes: dict[str, Any]) -> None:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"v": NOTE_VERSION, "notes": notes}))
-        os.replace(tmp, path)
+        write_cache(path, {"v": NOTE_VERSION, "notes": notes})
+
+
+def write_cache(path: Path, data: Any) -> None:
+    """Write a cache file under .git/kgit/cache/ whole or not at all (a reader never sees half;
+    two writers racing only cost a recomputation)."""
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)

@@ -11,7 +11,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
@@ -52,7 +52,7 @@ class Timing:
     host_bound_samples: int = 0
 
     @classmethod
-    def from_samples(cls, samples: list[float], method: str) -> Timing:
+    def from_samples(cls, samples: list[float], method: str, host_bound_samples: int = 0) -> Timing:
         if not samples:
             raise ValueError("a timing needs at least one sample")
         return cls(
@@ -61,6 +61,7 @@ class Timing:
             std_ms=statistics.pstdev(samples),
             samples=tuple(samples),
             method=method,
+            host_bound_samples=host_bound_samples,
         )
 
 
@@ -221,15 +222,17 @@ def _time_cuda_events(
     # first samples time a slow chip. The warm-up runs the timed loop's own body, flush and
     # events included, so its host time per call is what the timed loop will cost the host.
     spare = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-    warm_up = _warm_up(lambda inputs: timed_call(inputs, *spare), warm, warmup_ms, _sync)
+    warm_up = _warm_up(
+        lambda inputs: timed_call(inputs, *spare), warm, warmup_ms, torch.cuda.synchronize
+    )
     starts = [torch.cuda.Event(enable_timing=True) for _ in pool]
     ends = [torch.cuda.Event(enable_timing=True) for _ in pool]
     method = "cuda-events+l2flush" if flush_l2 else "cuda-events"
-    _sync()
+    torch.cuda.synchronize()
     if not warm_up.host_bound:
         for inputs, start, end in zip(pool, starts, ends, strict=True):
             timed_call(inputs, start, end)
-        _sync()
+        torch.cuda.synchronize()
         return Timing.from_samples(_elapsed(starts, ends), method)
     # When the host is slower than the GPU, a start event fires before the kernel is even
     # launched and the sample times Python. Then a GPU-side sleep ahead of each chunk of calls,
@@ -244,7 +247,7 @@ def _time_cuda_events(
     caught_up = 0
     for first in range(0, len(pool), QUEUED_CALLS):
         part = range(first, min(first + QUEUED_CALLS, len(pool)))
-        _sync()
+        torch.cuda.synchronize()
         _gpu_sleep(lead_per_call_ms * len(part) + 0.05)
         lead = torch.cuda.Event()
         lead.record()
@@ -252,19 +255,14 @@ def _time_cuda_events(
             timed_call(pool[i], starts[i], ends[i])
         if lead.query():
             caught_up += len(part)
-    _sync()
-    timing = Timing.from_samples(_elapsed(starts, ends), method + "+lead")
+    torch.cuda.synchronize()
     if caught_up:
         warnings.warn(
             f"{caught_up} of {len(pool)} timed calls may have timed the host: the GPU caught up "
             "with the host's queue (is the machine busy?)",
             stacklevel=3,
         )
-    return replace(timing, host_bound_samples=caught_up)
-
-
-def _sync() -> None:
-    torch.cuda.synchronize()
+    return Timing.from_samples(_elapsed(starts, ends), method + "+lead", caught_up)
 
 
 def _elapsed(starts: list[torch.cuda.Event], ends: list[torch.cuda.Event]) -> list[float]:

@@ -6,10 +6,9 @@ Each view is data first (a dict or a list of dicts, the `--json` output) and tex
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from kgit.engine.store import Campaign
+from kgit.engine.store import Campaign, write_cache
 from kgit.judge.scoring import pct
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
 
@@ -94,10 +93,7 @@ def lineage(campaign: Campaign) -> list[dict[str, Any]]:
         pass
     rows = log_rows(campaign, campaign.all_rounds(with_shapes=False))
     if key[0]:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "rows": rows}))
-        os.replace(tmp, path)
+        write_cache(path, {"key": key, "rows": rows})
     return rows
 
 
