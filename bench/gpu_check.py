@@ -1,19 +1,39 @@
 """One-call GPU check of kgit's timing against triton's do_bench, cuBLAS and the seed's loop.
 
-For each shape of the example GEMM (bf16 forward): kgit's `time_fn` (5 independent runs, each a
-fresh input pool and its own warm-up), `triton.testing.do_bench` median (5 runs), the seed
-harness's loop (1 warm-up repeat + 3 repeats × 50 calls between two synchronizes, 5 runs), the
-three in turns; then torch.matmul (cuBLAS) through kgit's timing and kgit's CUDA-graph mode. Prints a table last; writes every
-number to $OUT/gpu_check.json when OUT is set.
+For each shape of the example GEMM (bf16 forward): kgit's `time_fn` (each run a fresh input pool
+and its own warm-up), `triton.testing.do_bench` median, and the seed harness's loop (1 warm-up
+repeat + 3 repeats × 50 calls between two synchronizes), RUNS runs each, in turns with the order
+rotating; then torch.matmul (cuBLAS) through kgit's timing and kgit's CUDA-graph mode.
+
+Run-to-run spread is (max - min) / median of a timer's runs; with more than 5 runs the table also
+gives the mean spread of consecutive groups of 5, and Levene's test (scipy) of kgit's runs
+against the seed loop's, each divided by its mean (p small: their spreads differ).
+
+Each shape starts with one round of the three timers that is not counted: the first run of
+the order (always kgit's) otherwise met the chip as the autotuner or the previous shape left it.
+In two H200 checks that run alone read 2-5% faster than kgit's others at 4096³ and 8192³ (the
+chip heating over its first seconds of load), and one second of the kernel ahead of it did not
+take that away.
+
+`--process-per-run` starts each run as its own process, as a campaign runs its bench command:
+the process imports, checks the kernel once against a float32 reference and times once. The
+autotuner's pick is cached on disk (TRITON_CACHE_AUTOTUNING) so that every process times the
+same kernel: re-tuned in each process, two close configs took turns and the runs of every timer
+split into two clusters about 3% apart. In-process runs meet a chip the previous timer left hot.
+
+Prints a table last; writes every number to $OUT/gpu_check.json when OUT is set.
 
     PYTHONPATH=. python3 bench/gpu_check.py
+    PYTHONPATH=. python3 bench/gpu_check.py --runs 15 --shapes 4096x14336x4096 --process-per-run
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -37,7 +57,9 @@ SHAPES = [
     (4096, 14336, 4096),
 ]
 RUNS = 5
+TIMERS = ("kgit", "seed", "do_bench")
 Pair = tuple[torch.Tensor, torch.Tensor]
+Shape = tuple[int, int, int]
 
 
 def pair(m: int, n: int, k: int) -> Pair:
@@ -49,8 +71,21 @@ def spread(values: list[float]) -> float:
     return 100.0 * (max(values) - min(values)) / statistics.median(values)
 
 
+def spread_of_fives(values: list[float]) -> float:
+    """Mean spread of consecutive groups of 5 runs: the issue's '5 runs', estimated from more."""
+    groups = [values[i : i + 5] for i in range(0, len(values) - 4, 5)]
+    return statistics.fmean(spread(group) for group in groups)
+
+
 def std_pct(values: list[float]) -> float:
     return 100.0 * statistics.stdev(values) / statistics.fmean(values)
+
+
+def levene_p(a: list[float], b: list[float]) -> float:
+    from scipy.stats import levene
+
+    mean_a, mean_b = statistics.fmean(a), statistics.fmean(b)
+    return float(levene([x / mean_a for x in a], [x / mean_b for x in b]).pvalue)
 
 
 def seed_loop_ms(fn: Callable[[], object]) -> float:
@@ -67,92 +102,134 @@ def seed_loop_ms(fn: Callable[[], object]) -> float:
     return statistics.fmean(per_call)
 
 
-def check_shape(m: int, n: int, k: int) -> dict[str, Any]:
+def kernel(p: Pair) -> torch.Tensor:
+    return gemm_kernel.mm(p[0], p[1])
+
+
+def timer(name: str, m: int, n: int, k: int, a: torch.Tensor, b: torch.Tensor) -> dict[str, Any]:
+    """One run of one timer: its time per call in ms (and kgit's host-bound sample count)."""
+    if name == "kgit":
+        timing = time_fn(lambda: pair(m, n, k), kernel)
+        return {"ms": timing.median_ms, "host_bound": timing.host_bound_samples}
+    if name == "seed":
+        return {"ms": seed_loop_ms(lambda: gemm_kernel.mm(a, b))}
+    ms = triton.testing.do_bench(lambda: gemm_kernel.mm(a, b), return_mode="median")
+    return {"ms": ms}
+
+
+def in_process_runs(m: int, n: int, k: int, runs: int) -> dict[str, list[dict[str, Any]]]:
+    a, b = pair(m, n, k)
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in TIMERS}
+    for run in range(-1, runs):
+        shift = run % len(TIMERS)
+        for name in TIMERS[shift:] + TIMERS[:shift]:
+            result = timer(name, m, n, k, a, b)
+            if run >= 0:
+                found[name].append(result)
+    return found
+
+
+def process_runs(m: int, n: int, k: int, runs: int) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in TIMERS}
+    for run in range(-1, runs):
+        shift = run % len(TIMERS)
+        for name in TIMERS[shift:] + TIMERS[:shift]:
+            command = [sys.executable, __file__, "--one", name, "--shapes", f"{m}x{n}x{k}"]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"{name} run failed:\n{done.stderr[-2000:]}")
+            if run >= 0:
+                found[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return found
+
+
+def one_run(name: str, m: int, n: int, k: int) -> int:
+    a, b = pair(m, n, k)
+    snr_db(gemm_kernel.mm(a, b), a.float() @ b.float())  # a harness checks before it times
+    print(json.dumps(timer(name, m, n, k, a, b)))
+    return 0
+
+
+def check_shape(m: int, n: int, k: int, runs: int, per_process: bool) -> dict[str, Any]:
     flop = gemm_flops(m, n, k)
     a, b = pair(m, n, k)
     snr = snr_db(gemm_kernel.mm(a, b), a.float() @ b.float())
-
-    def kernel(p: Pair) -> torch.Tensor:
-        return gemm_kernel.mm(p[0], p[1])
-
-    # The three timers take turns, the order rotating each run, so that a drift of the chip's
-    # clocks over the check falls on each alike (run back to back, the first timer of a shape
-    # met the chip as the previous shape left it).
-    host_bound: list[int] = []
-
-    def kgit_ms() -> float:
-        timing = time_fn(lambda: pair(m, n, k), kernel)
-        host_bound.append(timing.host_bound_samples)
-        return timing.median_ms
-
-    timers: dict[str, Callable[[], float]] = {
-        "kgit": kgit_ms,
-        "seed": lambda: seed_loop_ms(lambda: gemm_kernel.mm(a, b)),
-        "do_bench": lambda: triton.testing.do_bench(
-            lambda: gemm_kernel.mm(a, b), return_mode="median"
-        ),
-    }
-    names = list(timers)
-    runs: dict[str, list[float]] = {name: [] for name in names}
-    for run in range(RUNS):
-        shift = run % len(names)
-        for name in names[shift:] + names[:shift]:
-            runs[name].append(timers[name]())
-    kgit_runs, seed_ms, do_bench_runs = runs["kgit"], runs["seed"], runs["do_bench"]
-    do_bench_ms = statistics.median(do_bench_runs)
+    found = (process_runs if per_process else in_process_runs)(m, n, k, runs)
+    ms = {name: [r["ms"] for r in found[name]] for name in TIMERS}
     graph_ms = time_fn(lambda: pair(m, n, k), kernel, cuda_graph=True).median_ms
     cublas_ms = time_fn(lambda: pair(m, n, k), lambda p: torch.matmul(p[0], p[1])).median_ms
-    kgit = statistics.median(kgit_runs)
-    return {
+    kgit, do_bench = statistics.median(ms["kgit"]), statistics.median(ms["do_bench"])
+    result: dict[str, Any] = {
         "shape": f"{m}x{n}x{k}",
         "snr_db": snr,
-        "kgit_ms_runs": kgit_runs,
-        "kgit_host_bound_samples": host_bound,
-        "kgit_tflops": tflops(flop, kgit),
-        "do_bench_tflops": tflops(flop, do_bench_ms),
-        "kgit_vs_do_bench_pct": 100.0 * (do_bench_ms - kgit) / do_bench_ms,
+        "kgit_host_bound_samples": [r["host_bound"] for r in found["kgit"]],
+        "kgit_vs_do_bench_pct": 100.0 * (do_bench - kgit) / do_bench,
         "graph_tflops": tflops(flop, graph_ms),
         "cublas_tflops": tflops(flop, cublas_ms),
-        "seed_ms_runs": seed_ms,
-        "do_bench_ms_runs": do_bench_runs,
-        "do_bench_spread_pct": spread(do_bench_runs),
-        "seed_tflops": tflops(flop, statistics.median(seed_ms)),
-        "kgit_spread_pct": spread(kgit_runs),
-        "kgit_std_pct": std_pct(kgit_runs),
-        "seed_std_pct": std_pct(seed_ms),
-        "seed_spread_pct": spread(seed_ms),
+        "kgit_vs_seed_levene_p": levene_p(ms["kgit"], ms["seed"]),
     }
+    for name in TIMERS:
+        result[f"{name}_ms_runs"] = ms[name]
+        result[f"{name}_tflops"] = tflops(flop, statistics.median(ms[name]))
+        result[f"{name}_spread_pct"] = spread(ms[name])
+        result[f"{name}_spread5_pct"] = spread_of_fives(ms[name])
+        result[f"{name}_std_pct"] = std_pct(ms[name])
+    return result
 
 
-def main() -> int:
+def parse_shapes(text: str) -> list[Shape]:
+    shapes = []
+    for item in text.split(","):
+        m, n, k = (int(x) for x in item.lower().split("x"))
+        shapes.append((m, n, k))
+    return shapes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help="runs of each timer per shape")
+    parser.add_argument("--shapes", type=parse_shapes, default=SHAPES, help="MxNxK,MxNxK,...")
+    parser.add_argument("--process-per-run", action="store_true", help="each run its own process")
+    parser.add_argument("--one", choices=TIMERS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("gpu_check needs a CUDA GPU")
         return 2
+    if args.one:
+        return one_run(args.one, *args.shapes[0])
+    if args.runs < 2:
+        parser.error("--runs must be at least 2")
+    mode = "process per run" if args.process_per_run else "in process"
+    if args.process_per_run:
+        os.environ["TRITON_CACHE_AUTOTUNING"] = "1"  # read at the first launch; children inherit
     results = []
-    for m, n, k in SHAPES:
+    for m, n, k in args.shapes:
         start = time.perf_counter()
-        results.append(check_shape(m, n, k))
+        results.append(check_shape(m, n, k, args.runs, args.process_per_run))
         print(f"{m}x{n}x{k}: done in {time.perf_counter() - start:.1f} s", flush=True)
+    meta = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "runs": args.runs,
+        "mode": mode,
+    }
     if os.environ.get("OUT"):
-        meta = {
-            "device": torch.cuda.get_device_name(),
-            "torch": torch.__version__,
-            "triton": triton.__version__,
-        }
-        Path(os.environ["OUT"], "gpu_check.json").write_text(
-            json.dumps({**meta, "shapes": results}, indent=1)
-        )
+        name = "gpu_check_processes.json" if args.process_per_run else "gpu_check.json"
+        Path(os.environ["OUT"], name).write_text(json.dumps({**meta, "shapes": results}, indent=1))
     headers = ["shape", "SNR dB", "kgit TF", "do_bench TF", "kgit vs db %", "graph TF", "cuBLAS TF",
                "seed TF", "kgit spread %", "seed spread %", "do_bench spread %", "kgit std %",
-               "seed std %", "host-bound"]  # fmt: skip
+               "seed std %", "Levene p", "host-bound"]  # fmt: skip
     keys = ["shape", "snr_db", "kgit_tflops", "do_bench_tflops", "kgit_vs_do_bench_pct", "graph_tflops",
             "cublas_tflops", "seed_tflops", "kgit_spread_pct", "seed_spread_pct", "do_bench_spread_pct",
-            "kgit_std_pct", "seed_std_pct"]  # fmt: skip
+            "kgit_std_pct", "seed_std_pct", "kgit_vs_seed_levene_p"]  # fmt: skip
     rows = [[r[key] for key in keys] + [sum(r["kgit_host_bound_samples"])] for r in results]
-    print(
-        f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}"
-    )
-    print(tabulate(rows, headers=headers, tablefmt="github", floatfmt=".1f"))
+    print(", ".join(f"{key}: {value}" for key, value in meta.items()))
+    print(tabulate(rows, headers=headers, tablefmt="github", floatfmt=".2f"))
+    if args.runs > 5:
+        spread5 = [[r["shape"], *(r[f"{name}_spread5_pct"] for name in TIMERS)] for r in results]
+        print("mean spread of 5 consecutive runs, %:")
+        print(tabulate(spread5, headers=["shape", *TIMERS], tablefmt="github", floatfmt=".2f"))
     return 0
 
 
