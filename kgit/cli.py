@@ -376,7 +376,8 @@ def log(obj: Ctx, as_json: bool) -> None:
     from kgit.views.lineage import lineage, render_log
 
     campaign = obj.campaign()
-    emit(lineage(campaign), as_json, render_log)
+    subset = len(campaign.state.representative) < len(campaign.manifest.target_shapes)
+    emit(lineage(campaign), as_json, lambda rows: render_log(rows, quick_is_subset=subset))
 
 
 @cli.command()
