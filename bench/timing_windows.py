@@ -1,18 +1,23 @@
-"""Which warm-up and sampling window make kgit's GPU timing steady from one run to the next.
+"""What makes kgit's GPU timing move from one run to the next: warm-up, window, L2 flush, pool.
 
-For each shape of the example GEMM (bf16 forward), several settings of `time_fn` (warm-up before
-the samples, device time the samples span), the seed harness's loop and `do_bench` are each run
-ROUNDS times, in turns (the order rotates each round), so that a drift of the chip's clocks over
-the minutes of the check falls on every timer alike. Reports per timer the run-to-run spread
-((max - min) / median), the standard deviation of the runs in percent of their mean, and the
-mean SM clock and power read through NVML after each run when it is there. Prints a table last;
-writes every number to $OUT/timing_windows.json when OUT is set.
+For each shape of the example GEMM (bf16 forward), variants of `time_fn` (warm-up before the
+samples, device time the samples span, no L2 flush, one input set reused for every call instead
+of a fresh one each), the seed harness's loop and `do_bench` are each run ROUNDS times, in turns
+(the order rotates each round, and one uncounted round comes first), so that a drift of the
+chip's clocks falls on every timer alike. Reports per timer the run-to-run spread
+((max - min) / median), the standard deviation of the runs in percent of their mean, the SM
+clock and board power read through NVML after each run when it is there, and the correlation of
+a run's time with that clock. Prints a table last; writes every number to
+$OUT/timing_windows.json when OUT is set.
 
     PYTHONPATH=. python3 bench/timing_windows.py
+    PYTHONPATH=. python3 bench/timing_windows.py --shapes 4096x4096x4096 --rounds 10 \\
+        --variants default,flush,same
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -29,14 +34,21 @@ from tabulate import tabulate
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kgit" / "examples" / "gemm"))
 import gemm_kernel
-from gpu_check import Pair, pair, seed_loop_ms, spread
+from gpu_check import Pair, pair, parse_shapes, seed_loop_ms, spread
 
 from kgit.measure import time_fn
 
 SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]
 ROUNDS = 5
-# (warm-up ms before the samples, device time the samples span in ms)
-SETTINGS = [(50.0, 100.0), (250.0, 100.0), (250.0, 300.0), (1000.0, 300.0)]
+# name: (label, time_fn keyword arguments, reuse one input set for every timed call)
+VARIANTS: dict[str, tuple[str, dict[str, Any], bool]] = {
+    "default": ("kgit", {}, False),
+    "warm50": ("kgit warm 50 ms", {"warmup_ms": 50.0}, False),
+    "warm1000": ("kgit warm 1000 ms, window 300 ms", {"warmup_ms": 1000.0, "min_time_ms": 300.0}, False),
+    "window300": ("kgit window 300 ms", {"min_time_ms": 300.0}, False),
+    "flush": ("kgit, no L2 flush", {"flush_l2": False}, False),
+    "same": ("kgit, one input set", {}, True),
+}  # fmt: skip
 
 
 def _nvml() -> Callable[[], tuple[float, float]] | None:
@@ -54,17 +66,25 @@ def _nvml() -> Callable[[], tuple[float, float]] | None:
     return read
 
 
-def timers(m: int, n: int, k: int) -> dict[str, Callable[[], float]]:
+def timers(m: int, n: int, k: int, variants: list[str]) -> dict[str, Callable[[], float]]:
     a, b = pair(m, n, k)
 
     def kernel(p: Pair) -> torch.Tensor:
         return gemm_kernel.mm(p[0], p[1])
 
+    def same() -> Pair:
+        return a, b
+
+    def fresh() -> Pair:
+        return pair(m, n, k)
+
+    def kgit(make: Callable[[], Pair], options: dict[str, Any]) -> Callable[[], float]:
+        return lambda: time_fn(make, kernel, **options).median_ms
+
     found: dict[str, Callable[[], float]] = {}
-    for warm, window in SETTINGS:
-        found[f"kgit w{warm:.0f} t{window:.0f}"] = lambda w=warm, t=window: (
-            time_fn(lambda: pair(m, n, k), kernel, warmup_ms=w, min_time_ms=t).median_ms
-        )
+    for key in variants:
+        label, options, reuse = VARIANTS[key]
+        found[label] = kgit(same if reuse else fresh, options)
     found["seed loop"] = lambda: seed_loop_ms(lambda: gemm_kernel.mm(a, b))
     found["do_bench"] = lambda: triton.testing.do_bench(
         lambda: gemm_kernel.mm(a, b), return_mode="median"
@@ -72,20 +92,34 @@ def timers(m: int, n: int, k: int) -> dict[str, Callable[[], float]]:
     return found
 
 
+def correlation(xs: list[float], ys: list[float]) -> float:
+    if len(set(xs)) < 2 or len(set(ys)) < 2:
+        return float("nan")
+    return statistics.correlation(xs, ys)
+
+
 def study_shape(
-    m: int, n: int, k: int, nvml: Callable[[], tuple[float, float]] | None
+    m: int,
+    n: int,
+    k: int,
+    rounds: int,
+    variants: list[str],
+    nvml: Callable[[], tuple[float, float]] | None,
 ) -> dict[str, Any]:
-    named = timers(m, n, k)
+    named = timers(m, n, k, variants)
     names = list(named)
     runs: dict[str, list[float]] = {name: [] for name in names}
     clocks: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     gemm_kernel.mm(*pair(m, n, k))
-    for round_ in range(ROUNDS):
+    for round_ in range(-1, rounds):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
-            runs[name].append(named[name]())
-            if nvml is not None:
-                clocks[name].append(nvml())
+            ms = named[name]()
+            state = nvml() if nvml is not None else None
+            if round_ >= 0:
+                runs[name].append(ms)
+                if state is not None:
+                    clocks[name].append(state)
     result: dict[str, Any] = {"shape": f"{m}x{n}x{k}", "timers": {}}
     for name in names:
         values = runs[name]
@@ -96,33 +130,51 @@ def study_shape(
             "std_pct": 100.0 * statistics.stdev(values) / statistics.fmean(values),
         }
         if clocks[name]:
-            entry["sm_mhz"] = statistics.fmean(c for c, _ in clocks[name])
-            entry["watts"] = statistics.fmean(w for _, w in clocks[name])
+            entry["sm_mhz_runs"] = [c for c, _ in clocks[name]]
+            entry["watts_runs"] = [w for _, w in clocks[name]]
+            entry["sm_mhz"] = statistics.fmean(entry["sm_mhz_runs"])
+            entry["watts"] = statistics.fmean(entry["watts_runs"])
+            entry["ms_vs_mhz_r"] = correlation(values, entry["sm_mhz_runs"])
         result["timers"][name] = entry
     return result
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="runs of each timer per shape")
+    parser.add_argument("--shapes", type=parse_shapes, default=SHAPES, help="MxNxK,MxNxK,...")
+    parser.add_argument(
+        "--variants",
+        default="default,warm50,window300,warm1000",
+        help=f"kgit variants, comma-separated, of: {', '.join(VARIANTS)}",
+    )
+    args = parser.parse_args(argv)
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2")
     if not torch.cuda.is_available():
         print("timing_windows needs a CUDA GPU")
         return 2
     nvml = _nvml()
     results = []
-    for m, n, k in SHAPES:
+    for m, n, k in args.shapes:
         start = time.perf_counter()
-        results.append(study_shape(m, n, k, nvml))
+        results.append(study_shape(m, n, k, args.rounds, variants, nvml))
         print(f"{m}x{n}x{k}: done in {time.perf_counter() - start:.1f} s", flush=True)
         if os.environ.get("OUT"):
             Path(os.environ["OUT"], "timing_windows.json").write_text(
                 json.dumps({"device": torch.cuda.get_device_name(), "shapes": results}, indent=1)
             )
-    columns = ["median_ms", "spread_pct", "std_pct", "sm_mhz", "watts"]
+    columns = ["median_ms", "spread_pct", "std_pct", "sm_mhz", "watts", "ms_vs_mhz_r"]
     rows = [
         [r["shape"], name, *(t.get(key, float("nan")) for key in columns)]
         for r in results
         for name, t in r["timers"].items()
     ]
-    headers = ["shape", "timer", "median ms", "spread %", "std %", "SM MHz", "W"]
+    headers = ["shape", "timer", "median ms", "spread %", "std %", "SM MHz", "W", "r(ms, MHz)"]
     print(tabulate(rows, headers=headers, tablefmt="github", floatfmt=".3f"))
     return 0
 
