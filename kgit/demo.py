@@ -139,9 +139,9 @@ RMSNORM = DemoKernel(
         "less work per program",
         {"BLOCK_M": 2},
     ),
-    # Measured on an H200: 16 rows per program ran 77% slower there (16 x 8192 fp32 per program
-    # spills); one row per program raised 32768x8192 by 30% but was rolled back twice, on the
-    # 1024x1024 shape as timed by a host-bound loop since fixed (not re-measured yet).
+    # Measured on an H200: 16 rows per program ran 76-77% slower there (16 x 8192 fp32 per
+    # program spills); one row per program raised 32768x8192 by 30% and was accepted as a
+    # trade-off (+9.35%), after two rollbacks while a host-bound loop mistimed 1024x1024.
     gpu_improvement=Change(
         "1 row per program: 4x more programs, no register pressure",
         "less work per program",

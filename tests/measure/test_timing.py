@@ -106,3 +106,23 @@ def test_a_host_bound_call_is_timed_on_the_gpu() -> None:
     assert timing.method.endswith("+lead")
     assert timing.host_bound_samples == 0
     assert timing.median_ms < 0.1, f"timed the host: median {timing.median_ms:.3f} ms"
+
+
+@pytest.mark.gpu
+def test_the_lead_follows_timed_calls_that_cost_the_host_more_than_the_warm_up() -> None:
+    # The warm-up's input set costs the host 0.15 ms a call, every timed one 0.6 ms: a lead sized
+    # from the warm-up alone (0.3 ms a call) lets the GPU catch up in every chunk of 32.
+    made: list[torch.Tensor] = []
+
+    def make() -> torch.Tensor:
+        made.append(torch.randn(4096, device="cuda"))
+        return made[-1]
+
+    def op(x: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.00015 if x is made[0] else 0.0006)
+        return x + 1
+
+    timing = time_fn(make, op, repeats=320, warmup_ms=50.0)
+    assert timing.method.endswith("+lead")
+    assert timing.host_bound_samples <= 64, timing.host_bound_samples
+    assert timing.median_ms < 0.1, f"timed the host: median {timing.median_ms:.3f} ms"
