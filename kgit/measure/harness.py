@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -63,13 +64,20 @@ def _progress(index: int, total: int, row: Row, seconds: float) -> str:
 def _bench_safely(
     bench: BenchOneShape, shape: Shape, settings: Settings, columns: Sequence[str]
 ) -> Row:
-    try:
-        return bench(shape, settings)
-    except CannotRun:
-        raise
-    except Exception:  # a shape that raises is a FAIL row, never a crashed harness
-        traceback.print_exc()
-        return fail_row(columns, shape)
+    # Warnings (a timing that may have timed the host, say) print once each under the shape's
+    # label, without the path and source line of the kgit.measure call that raised them.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return bench(shape, settings)
+        except CannotRun:
+            raise
+        except Exception:  # a shape that raises is a FAIL row, never a crashed harness
+            traceback.print_exc()
+            return fail_row(columns, shape)
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                print(f"warning: {shape['label']}: {message}", file=sys.stderr, flush=True)
 
 
 def fingerprint(device: torch.device) -> dict[str, str]:

@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,9 @@ def _fake_bench(shape: Shape, settings: Settings) -> dict[str, object]:
         raise RuntimeError("kernel crashed")
     if shape["label"] == "nogpu":
         raise CannotRun("needs a GPU")
+    if shape["label"] == "busy":
+        for _ in range(2):
+            warnings.warn("3 of 100 timed calls may have timed the host", stacklevel=1)
     row = fail_row(MEMORY_COLUMNS, shape)
     row.update({c: 1.0 for c in MEMORY_COLUMNS[4:]}, Check="PASS")
     return row
@@ -72,6 +76,17 @@ def test_harness_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert _read(tmp_path / "o.csv")[2] == ["boom", "2", "3", "FAIL"] + ["nan"] * 9
     code, out = _run(tmp_path, ["a", "nogpu"], capsys)
     assert code == 2
+
+
+def test_harness_prints_a_shapes_warnings_once_under_its_label(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shapes = tmp_path / "shapes.json"
+    shapes.write_text(json.dumps([{"label": "busy", "M": 2, "N": 3}]))
+    argv = ["--summary-csv", str(tmp_path / "o.csv"), "--shapes", str(shapes)]
+    assert run_harness(_fake_bench, MEMORY_COLUMNS, default_shapes=lambda d: [], argv=argv) == 0
+    err = capsys.readouterr().err
+    assert err == "warning: busy: 3 of 100 timed calls may have timed the host\n"
 
 
 def _subprocess(
