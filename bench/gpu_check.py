@@ -3,11 +3,12 @@
 For each shape of the example GEMM (bf16 forward): kgit's `time_fn` (each run a fresh input pool
 and its own warm-up), `triton.testing.do_bench` median, and the seed harness's loop (1 warm-up
 repeat + 3 repeats × 50 calls between two synchronizes), RUNS runs each, in turns with the order
-rotating; then torch.matmul (cuBLAS) through kgit's timing and kgit's CUDA-graph mode.
+rotating (with a number of runs that is not a multiple of three, some timer goes first more
+often); then torch.matmul (cuBLAS) through kgit's timing and kgit's CUDA-graph mode.
 
-Run-to-run spread is (max - min) / median of a timer's runs; with more than 5 runs the table also
-gives the mean spread of consecutive groups of 5, and Levene's test (scipy) of kgit's runs
-against the seed loop's, each divided by its mean (p small: their spreads differ).
+Run-to-run spread is (max - min) / median of a timer's runs. The table gives Levene's test
+(scipy) of kgit's runs against the seed loop's, each divided by its mean (p small: their spreads
+differ); with more than 5 runs, also the mean spread of consecutive groups of 5.
 
 Each shape starts with one round of the three timers that is not counted: the first run of
 the order (always kgit's) otherwise met the chip as the autotuner or the previous shape left it.
@@ -22,7 +23,8 @@ same kernel: re-tuned in each process, the pick may change from one process to t
 H200 check without the cache, kgit's runs at 4096x14336x4096 fell in two clusters 3% apart).
 In-process runs meet a chip the previous timer left hot.
 
-Prints a table last; writes every number to $OUT/gpu_check.json when OUT is set.
+Prints a table last; writes every number to $OUT/gpu_check.json (gpu_check_processes.json with
+--process-per-run) when OUT is set.
 
     PYTHONPATH=. python3 bench/gpu_check.py
     PYTHONPATH=. python3 bench/gpu_check.py --runs 15 --shapes 4096x14336x4096 --process-per-run
@@ -37,7 +39,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +75,9 @@ def spread(values: list[float]) -> float:
 
 
 def spread_of_fives(values: list[float]) -> float:
-    """Mean spread of consecutive groups of 5 runs: the issue's '5 runs', estimated from more."""
+    """Mean spread of consecutive groups of 5 runs (NaN under 5): a 5-run spread, from more runs."""
     groups = [values[i : i + 5] for i in range(0, len(values) - 4, 5)]
-    return statistics.fmean(spread(group) for group in groups)
+    return statistics.fmean(spread(group) for group in groups) if groups else float("nan")
 
 
 def std_pct(values: list[float]) -> float:
@@ -114,33 +116,39 @@ def timer(name: str, m: int, n: int, k: int, a: torch.Tensor, b: torch.Tensor) -
         return {"ms": timing.median_ms, "host_bound": timing.host_bound_samples}
     if name == "seed":
         return {"ms": seed_loop_ms(lambda: gemm_kernel.mm(a, b))}
-    ms = triton.testing.do_bench(lambda: gemm_kernel.mm(a, b), return_mode="median")
-    return {"ms": ms}
+    if name == "do_bench":
+        return {"ms": triton.testing.do_bench(lambda: gemm_kernel.mm(a, b), return_mode="median")}
+    raise ValueError(f"no timer {name!r}")
+
+
+def in_turns(names: Sequence[str], runs: int) -> Iterator[tuple[str, bool]]:
+    """(timer, counted) in the order the timers take turns: the order rotates each run, and one
+    uncounted run of every timer comes first."""
+    for run in range(-1, runs):
+        shift = run % len(names)
+        for name in [*names[shift:], *names[:shift]]:
+            yield name, run >= 0
 
 
 def in_process_runs(m: int, n: int, k: int, runs: int) -> dict[str, list[dict[str, Any]]]:
     a, b = pair(m, n, k)
     found: dict[str, list[dict[str, Any]]] = {name: [] for name in TIMERS}
-    for run in range(-1, runs):
-        shift = run % len(TIMERS)
-        for name in TIMERS[shift:] + TIMERS[:shift]:
-            result = timer(name, m, n, k, a, b)
-            if run >= 0:
-                found[name].append(result)
+    for name, counted in in_turns(TIMERS, runs):
+        result = timer(name, m, n, k, a, b)
+        if counted:
+            found[name].append(result)
     return found
 
 
 def process_runs(m: int, n: int, k: int, runs: int) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {name: [] for name in TIMERS}
-    for run in range(-1, runs):
-        shift = run % len(TIMERS)
-        for name in TIMERS[shift:] + TIMERS[:shift]:
-            command = [sys.executable, __file__, "--one", name, "--shapes", f"{m}x{n}x{k}"]
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise SystemExit(f"{name} run failed:\n{done.stderr[-2000:]}")
-            if run >= 0:
-                found[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    for name, counted in in_turns(TIMERS, runs):
+        command = [sys.executable, __file__, "--one", name, "--shapes", f"{m}x{n}x{k}"]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{name} run failed:\n{done.stderr[-2000:]}")
+        if counted:
+            found[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     return found
 
 

@@ -34,7 +34,16 @@ from tabulate import tabulate
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kgit" / "examples" / "gemm"))
 import gemm_kernel
-from gpu_check import Pair, pair, parse_shapes, seed_loop_ms, spread
+from gpu_check import (
+    Pair,
+    in_turns,
+    kernel,
+    pair,
+    parse_shapes,
+    seed_loop_ms,
+    spread,
+    std_pct,
+)
 
 from kgit.measure import time_fn
 
@@ -44,7 +53,7 @@ ROUNDS = 5
 VARIANTS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "default": ("kgit", {}, False),
     "warm50": ("kgit warm 50 ms", {"warmup_ms": 50.0}, False),
-    "warm1000": ("kgit warm 1000 ms, window 300 ms", {"warmup_ms": 1000.0, "min_time_ms": 300.0}, False),
+    "warm1000_window300": ("kgit warm 1000 ms, window 300 ms", {"warmup_ms": 1000.0, "min_time_ms": 300.0}, False),
     "window300": ("kgit window 300 ms", {"min_time_ms": 300.0}, False),
     "flush": ("kgit, no L2 flush", {"flush_l2": False}, False),
     "same": ("kgit, one input set", {}, True),
@@ -68,9 +77,6 @@ def _nvml() -> Callable[[], tuple[float, float]] | None:
 
 def timers(m: int, n: int, k: int, variants: list[str]) -> dict[str, Callable[[], float]]:
     a, b = pair(m, n, k)
-
-    def kernel(p: Pair) -> torch.Tensor:
-        return gemm_kernel.mm(p[0], p[1])
 
     def same() -> Pair:
         return a, b
@@ -111,15 +117,13 @@ def study_shape(
     runs: dict[str, list[float]] = {name: [] for name in names}
     clocks: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     gemm_kernel.mm(*pair(m, n, k))
-    for round_ in range(-1, rounds):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
-            ms = named[name]()
-            state = nvml() if nvml is not None else None
-            if round_ >= 0:
-                runs[name].append(ms)
-                if state is not None:
-                    clocks[name].append(state)
+    for name, counted in in_turns(names, rounds):
+        ms = named[name]()
+        state = nvml() if nvml is not None else None
+        if counted:
+            runs[name].append(ms)
+            if state is not None:
+                clocks[name].append(state)
     result: dict[str, Any] = {"shape": f"{m}x{n}x{k}", "timers": {}}
     for name in names:
         values = runs[name]
@@ -127,7 +131,7 @@ def study_shape(
             "ms_runs": values,
             "median_ms": statistics.median(values),
             "spread_pct": spread(values),
-            "std_pct": 100.0 * statistics.stdev(values) / statistics.fmean(values),
+            "std_pct": std_pct(values),
         }
         if clocks[name]:
             entry["sm_mhz_runs"] = [c for c, _ in clocks[name]]
@@ -145,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", type=parse_shapes, default=SHAPES, help="MxNxK,MxNxK,...")
     parser.add_argument(
         "--variants",
-        default="default,warm50,window300,warm1000",
+        default="default,warm50,window300,warm1000_window300",
         help=f"kgit variants, comma-separated, of: {', '.join(VARIANTS)}",
     )
     args = parser.parse_args(argv)

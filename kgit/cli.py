@@ -373,10 +373,10 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
 @click.pass_obj
 def log(obj: Ctx, as_json: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
-    from kgit.views.lineage import lineage, render_log
+    from kgit.views.lineage import lineage, quick_is_subset, render_log
 
     campaign = obj.campaign()
-    subset = len(campaign.state.representative) < len(campaign.manifest.target_shapes)
+    subset = quick_is_subset(campaign)
     emit(lineage(campaign), as_json, lambda rows: render_log(rows, quick_is_subset=subset))
 
 

@@ -66,8 +66,8 @@ def _bench_safely(
 ) -> Row:
     # Warnings (a timing that may have timed the host, say) print once each under the shape's
     # label, without the path and source line of the kgit.measure call that raised them.
+    # Entering catch_warnings resets what Python has already shown, so each shape records its own.
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
         try:
             return bench(shape, settings)
         except CannotRun:

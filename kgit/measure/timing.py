@@ -35,6 +35,10 @@ GPU_CYCLES_PER_MS = 2_000_000
 QUEUED_CALLS = 32
 # A host-bound loop sleeps the GPU this many times the host time it was measured to need.
 LEAD_MARGIN = 2.0
+# ... that host time taken at most this many times the warm-up's: a call that waits for the GPU
+# (`.item()`, a copy to the host) counts the sleep ahead of it as host time, and the sleeps
+# would otherwise grow from chunk to chunk.
+LEAD_GROWTH_CAP = 8.0
 
 _flush_buffers: dict[str, torch.Tensor] = {}
 
@@ -253,7 +257,8 @@ def _time_cuda_events(
     for first in range(0, len(pool), QUEUED_CALLS):
         part = range(first, min(first + QUEUED_CALLS, len(pool)))
         torch.cuda.synchronize()
-        _gpu_sleep(LEAD_MARGIN * statistics.median(chunk_host_ms) * len(part) + 0.05)
+        per_call_ms = min(statistics.median(chunk_host_ms), LEAD_GROWTH_CAP * warm_up.host_ms)
+        _gpu_sleep(LEAD_MARGIN * per_call_ms * len(part) + 0.05)
         lead = torch.cuda.Event()
         lead.record()
         queued = time.perf_counter()

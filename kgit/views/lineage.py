@@ -44,8 +44,12 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
     rows = []
     for commit, note in rounds:
         vs_base = note.delta_vs_baseline_pct
+        # Older notes carry no delta: derived from the aggregates only over the same shapes.
         if vs_base is None and baseline and note.aggregate and baseline.aggregate:
-            vs_base = 0.0 if note is baseline else pct(note.aggregate, baseline.aggregate)
+            if note is baseline:
+                vs_base = 0.0
+            elif note.level == baseline.level:
+                vs_base = pct(note.aggregate, baseline.aggregate)
         rows.append(
             {
                 "round": note.round,
@@ -224,11 +228,19 @@ def github_table(headers: list[str], rows: list[list[str]]) -> str:
 
 # Under the log when full and quick aggregates sit in one column: on an H200 the RMSNorm demo's
 # baseline read 2214 (four shapes) and its accepted round 2025 (three), at +9.350%.
-LEVELS_LEGEND = (
+SHAPES_LEGEND = (
     "aggregate: geomean over the round's shapes, all target shapes (full) or the representative "
     "ones (quick); the two do not compare. 'vs baseline' and 'vs best' compare the shapes both "
     "rounds measured."
 )
+
+
+def quick_is_subset(campaign: Campaign) -> bool:
+    """Whether quick validations measure fewer shapes than full ones (inactive shapes, failing
+    at baseline, are in neither)."""
+    inactive = set(campaign.state.inactive)
+    active = {shape["label"] for shape in campaign.manifest.target_shapes} - inactive
+    return len(set(campaign.state.representative) - inactive) < len(active)
 
 
 def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str:
@@ -251,5 +263,5 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
                "hypothesis"]  # fmt: skip
     text = github_table(headers, table)
     if quick_is_subset and len({r["level"] for r in rows if r["aggregate"] is not None}) > 1:
-        text += "\n" + LEVELS_LEGEND
+        text += "\n" + SHAPES_LEGEND
     return text

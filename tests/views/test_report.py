@@ -99,3 +99,17 @@ def test_log_marks_which_shapes_each_aggregate_covers(reviewed: Path) -> None:
     assert rows["round-1"][5].strip() == "full" and rows["round-2"][5].strip() == "quick"
     assert rows["round-3"][5].strip() == "-"  # no commit, no measurement
     assert "the two do not compare" in out
+
+
+def test_log_legend_only_when_quick_rounds_measure_fewer_shapes() -> None:
+    from kgit.views.lineage import SHAPES_LEGEND, render_log
+
+    def row(number: int, level: str) -> dict[str, object]:
+        return {"round": number, "status": "ACCEPTED", "commit": "c" * 11, "aggregate": 1.0,
+                "level": level, "delta_vs_baseline_pct": 0.0, "delta_vs_best_pct": None,
+                "hypothesis": "h"}  # fmt: skip
+
+    rows = [row(1, "full"), row(2, "quick")]
+    assert SHAPES_LEGEND not in render_log(rows, quick_is_subset=False)
+    assert render_log(rows, quick_is_subset=True).endswith(SHAPES_LEGEND)
+    assert SHAPES_LEGEND not in render_log([row(1, "full")], quick_is_subset=True)
