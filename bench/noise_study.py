@@ -170,14 +170,7 @@ def analyze(paths: list[Path]) -> None:
                 wall += a["wall_s"] + b["wall_s"]
                 if len(taken) < settings.min_pairs:
                     continue
-                judgement = judge_pairs(
-                    taken,
-                    labels,
-                    floors,
-                    confidence=settings.confidence,
-                    min_effect_pct=settings.min_effect_pct,
-                    core_regression_pct=limits.core_regression_pct,
-                )
+                judgement = judge_pairs(taken, labels, floors, settings, limits)
                 if judgement.settled:
                     break
             if len(taken) < settings.min_pairs:

@@ -68,7 +68,7 @@ def run_pairs(
     pairs_wanted: int | None = None,
 ) -> ABRun:
     """Alternate the harness between trees (A, B) until settled, or a fixed count of pairs."""
-    settings = campaign.manifest.interleaved
+    settings, limits = campaign.manifest.interleaved, campaign.manifest.thresholds
     frozen = tuple(campaign.state.frozen_header or ())
     labels = [s["label"] for s in shapes]
     start = time.monotonic()
@@ -97,7 +97,7 @@ def run_pairs(
         out.pairs.append(Pair(_values(runs["A"]), _values(runs["B"])))
         out.seconds = time.monotonic() - start
         if pairs_wanted is None and len(out.pairs) >= settings.min_pairs:
-            out.judgement = _judge(campaign, out.pairs, labels, floors)
+            out.judgement = judge_pairs(out.pairs, labels, floors, settings, limits)
             if out.judgement.settled or out.seconds >= settings.budget_s:
                 break
     out.seconds = time.monotonic() - start
@@ -109,21 +109,10 @@ def judgement(
 ) -> ABJudgement:
     """The verdict statistics of RUN: those sampling stopped on, or, when the pairs ran out
     first, the same judgement over every pair taken."""
-    return run.judgement or _judge(campaign, run.pairs, labels, floors)
-
-
-def _judge(
-    campaign: Campaign, pairs: list[Pair], labels: list[str], floors: dict[str, float]
-) -> ABJudgement:
-    settings, limits = campaign.manifest.interleaved, campaign.manifest.thresholds
-    return judge_pairs(
-        pairs,
-        labels,
-        floors,
-        confidence=settings.confidence,
-        min_effect_pct=settings.min_effect_pct,
-        core_regression_pct=limits.core_regression_pct,
-    )
+    if run.judgement is not None:
+        return run.judgement
+    manifest = campaign.manifest
+    return judge_pairs(run.pairs, labels, floors, manifest.interleaved, manifest.thresholds)
 
 
 def calibrate(

@@ -83,7 +83,9 @@ def finish_campaign(
         repo.switch(campaign.refs.best)
     changed, outside = _check_scope(campaign, best, allow_paths, confirm)
     say(f"final acceptance of {campaign.name} at {best[:10]} ({len(changed)} file(s) changed)")
-    check = _acceptance(campaign, best, say, echo=echo)
+    # Read once: the lock below refuses to record if the best line moved meanwhile.
+    rounds = campaign.all_rounds()
+    check = _acceptance(campaign, best, rounds, say, echo=echo)
     check.changed, check.outside = changed, outside
     if check.reasons:
         raise KgitError(
@@ -91,7 +93,6 @@ def finish_campaign(
             + "\n  ".join(check.reasons),
             hint="fix it in a new round (kgit round start), then kgit finish again",
         )
-    rounds = campaign.all_rounds()
     commits = _final_commits(campaign, best, rounds)
     data = report_data(campaign, rounds, check, best, commits)
     finished = campaign.reload()  # the report describes the campaign as it will be recorded
@@ -162,7 +163,9 @@ def _check_scope(
 # -- 2 and 3. the full suite and the full validation ---------------------------------------------
 
 
-def _acceptance(campaign: Campaign, best: str, say: Say, *, echo: bool) -> Acceptance:
+def _acceptance(
+    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]], say: Say, *, echo: bool
+) -> Acceptance:
     manifest = campaign.manifest
     root, timeout = campaign.repo.root, manifest.timeout_s
     reasons: list[str] = []
@@ -180,14 +183,19 @@ def _acceptance(campaign: Campaign, best: str, say: Say, *, echo: bool) -> Accep
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
     check = Acceptance([], [], command, suite.ok, round(suite.seconds, 3), reasons=reasons)
-    _full_validation(campaign, best, check, say, echo=echo)
+    _full_validation(campaign, best, rounds, check, say, echo=echo)
     return check
 
 
 def _full_validation(
-    campaign: Campaign, best: str, check: Acceptance, say: Say, *, echo: bool
+    campaign: Campaign,
+    best: str,
+    rounds: list[tuple[str, RoundNote]],
+    check: Acceptance,
+    say: Say,
+    *,
+    echo: bool,
 ) -> None:
-    rounds = campaign.all_rounds()
     baseline = rounds[0][1].values() if rounds else {}
     labels = [label for label in campaign.manifest.shape_labels if label in baseline]
     shapes = campaign.manifest.shapes_for(labels)
@@ -203,6 +211,7 @@ def _full_validation(
                 [r.score for r in check.runs],
                 {label: baseline[label] for label in labels},
                 campaign.manifest.thresholds,
+                versus="baseline",
             )
             if verdict.decision != REMEASURE:
                 break
@@ -210,8 +219,7 @@ def _full_validation(
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
         return
-    # The judge compares with "best"; here the reference is the baseline.
-    check.verdict_reasons = [r.replace("vs best", "vs baseline") for r in verdict.reasons]
+    check.verdict_reasons = verdict.reasons
     check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.best_aggregate
     check.gain_pct = verdict.gain_pct
     check.shapes = [
@@ -266,8 +274,8 @@ def _ab_validation(
         )
         return
     judged = judgement(campaign, ab, labels, floors)
-    verdict = interleaved_verdict(judged, campaign.manifest.thresholds)
-    check.verdict_reasons = [r.replace("vs best", "vs baseline") for r in verdict.reasons]
+    verdict = interleaved_verdict(judged, campaign.manifest.thresholds, versus="baseline")
+    check.verdict_reasons = verdict.reasons
     final = mean_values([r.score for r in ab.candidate_runs])
     base = mean_values([r.score for r in ab.best_runs])
     check.aggregate = geomean(final[label] for label in labels)

@@ -20,6 +20,10 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kgit.records.manifest import Interleaved, Thresholds
 
 BETTER, WORSE, NO_CHANGE, INCONCLUSIVE = "better", "worse", "no change", "inconclusive"
 
@@ -115,15 +119,15 @@ def judge_pairs(
     pairs: list[Pair],
     labels: list[str],
     floors: dict[str, float],
-    *,
-    confidence: float,
-    min_effect_pct: float,
-    core_regression_pct: float,
+    settings: Interleaved,
+    limits: Thresholds,
 ) -> ABJudgement:
+    """The pairs judged with the campaign's interleaved settings and its core-regression limit."""
+    confidence = settings.confidence
     shapes = {s: estimate(log_ratios(pairs, s), floors[s], confidence) for s in labels}
-    agg_floor = aggregate_floor(floors, labels, min_effect_pct)
+    agg_floor = aggregate_floor(floors, labels, settings.min_effect_pct)
     aggregate = estimate(aggregate_log_ratios(pairs, labels), agg_floor, confidence)
-    unsure = unsure_regressions(shapes, core_regression_pct)
+    unsure = unsure_regressions(shapes, limits.core_regression_pct)
     # Settled: the aggregate is called, and a gain is not hiding a shape whose interval still
     # reaches a core regression (which would turn the accept into a rollback).
     settled = aggregate.call != INCONCLUSIVE and not (aggregate.call == BETTER and unsure)

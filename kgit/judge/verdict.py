@@ -57,8 +57,11 @@ def _failures(runs: list[Score]) -> list[str]:
     return failing
 
 
-def seed_verdict(runs: list[Score], best: dict[str, float], limits: Thresholds) -> Verdict:
-    """Decide a candidate from its runs (one or more) against the best line's per-shape values."""
+def seed_verdict(
+    runs: list[Score], best: dict[str, float], limits: Thresholds, versus: str = "best"
+) -> Verdict:
+    """Decide a candidate from its runs (one or more) against the best line's per-shape values
+    (`versus` names that reference in the reasons: kgit finish judges against the baseline)."""
     failures = _failures(runs)
     labels = [label for label in best if label in runs[0].values or label in runs[0].failing]
     best_agg = geomean(best[label] for label in labels)
@@ -81,7 +84,7 @@ def seed_verdict(runs: list[Score], best: dict[str, float], limits: Thresholds) 
         return Verdict(decision, reasons, aggregate, best_agg, gain, deltas, gains)
 
     if gain <= 0:
-        return verdict(ROLLED_BACK, [f"aggregate not improved: {gain:+.3f}% vs best"])
+        return verdict(ROLLED_BACK, [f"aggregate not improved: {gain:+.3f}% vs {versus}"])
     if gain < limits.noise_band_pct:
         if len(runs) < limits.noise_min_runs:
             return verdict(
@@ -109,7 +112,9 @@ def seed_verdict(runs: list[Score], best: dict[str, float], limits: Thresholds) 
     else:
         noise_reason = []
     decision, reasons = _shape_rule(deltas, limits.core_regression_pct)
-    return verdict(decision, [f"aggregate improved: {gain:+.3f}% vs best", *noise_reason, *reasons])
+    return verdict(
+        decision, [f"aggregate improved: {gain:+.3f}% vs {versus}", *noise_reason, *reasons]
+    )
 
 
 def _shape_rule(deltas: dict[str, float], limit: float) -> tuple[str, list[str]]:
@@ -125,13 +130,15 @@ def _shape_rule(deltas: dict[str, float], limit: float) -> tuple[str, list[str]]
     return ACCEPTED, ["no shape regressed"]
 
 
-def interleaved_verdict(judgement: ABJudgement, limits: Thresholds) -> Verdict:
+def interleaved_verdict(
+    judgement: ABJudgement, limits: Thresholds, versus: str = "best"
+) -> Verdict:
     """Rule 3 on statistically called changes: accept only a gain the interval supports, never an
     inconclusive one, and never while a shape may have dropped past the core regression limit."""
     agg = judgement.aggregate
     deltas = {label: e.change_pct for label, e in judgement.shapes.items()}
     head = [
-        f"aggregate {agg.change_pct:+.3f}% vs best, {agg.call} "
+        f"aggregate {agg.change_pct:+.3f}% vs {versus}, {agg.call} "
         f"(CI {_pct(agg.low)}..{_pct(agg.high)}, {agg.n} pairs, floor {agg.floor * 100:.2f}%)"
     ]
 

@@ -17,7 +17,7 @@ from kgit.judge.stats import (
     judge_pairs,
 )
 from kgit.judge.verdict import interleaved_verdict
-from kgit.records.manifest import Thresholds
+from kgit.records.manifest import Interleaved, Thresholds
 from kgit.records.notes import ACCEPTED, ROLLED_BACK
 
 SHAPES = {"s256": 20.0, "s1024": 300.0, "s2048": 600.0, "s4096": 650.0, "s8192": 640.0}
@@ -46,9 +46,8 @@ FLOORS = calibrate_floors(pairs(1, 8), list(SHAPES), min_effect_pct=1.0)
 
 
 def judge(p: list[Pair]) -> object:
-    return judge_pairs(
-        p, list(SHAPES), FLOORS, confidence=0.99, min_effect_pct=1.0, core_regression_pct=5.0
-    )
+    # confidence 0.99, min_effect_pct 1.0, core_regression_pct 5.0
+    return judge_pairs(p, list(SHAPES), FLOORS, Interleaved(), Thresholds())
 
 
 def test_floors_follow_each_shapes_noise() -> None:
