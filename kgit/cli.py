@@ -306,7 +306,10 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
 def _render_verdict(r: dict[str, Any]) -> str:
     lines = [f"round-{r['round']}: {r['decision'] or r['status']}"]
     lines += [f"  - {reason}" for reason in r["reasons"]]
-    if r["delta_vs_best_pct"] is not None:
+    failing = [s["label"] for s in r["shapes"] if s["check"] != "PASS"]
+    if failing:
+        lines.append(f"no aggregate: Check FAIL on {', '.join(failing)}")
+    elif r["delta_vs_best_pct"] is not None:
         lines.append(f"aggregate {r['aggregate']:.4g} ({r['delta_vs_best_pct']:+.3f}% vs best)")
     accepts = r["decision"] in ("ACCEPTED", "ACCEPTED (trade-off)")
     lines.append(

@@ -216,9 +216,10 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     note.fingerprint = runs[0].fingerprint if runs else {}
     note.decision, note.reasons = verdict.decision, verdict.reasons
     cand = mean_values([r.score for r in runs])
-    note.aggregate = geomean(cand[label] for label in labels) if len(cand) == len(labels) else 0.0
     note.best_aggregate = geomean(best[label] for label in labels)
-    note.delta_vs_best_pct = round(verdict.gain_pct, 4)
+    if len(cand) == len(labels):  # a FAIL shape leaves no aggregate to compare (not a -100%)
+        note.aggregate = geomean(cand[label] for label in labels)
+        note.delta_vs_best_pct = round(verdict.gain_pct, 4)
     if baseline and note.aggregate:
         base_on_labels = geomean(baseline[label] for label in labels)
         note.baseline_aggregate = base_on_labels

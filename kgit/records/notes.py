@@ -49,6 +49,33 @@ def load_record(text: bytes | str, kind: str, version: int, what: str) -> dict[s
     return data
 
 
+# YAML reads these as line breaks; PyYAML writes them raw in plain scalars under allow_unicode,
+# so a reason or a harness tail holding one (U+0085 from a decoded byte pair, say) read back with
+# a space in its place. Double quotes escape them.
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def dump_record(data: dict[str, Any], flow: bool | None = False) -> str:
+    """A record as YAML people can read (unicode kept, keys in field order) that reads back
+    exactly: `load_record(dump_record(d))` equals d."""
+    import yaml  # kept off the read path: `kgit status` reads parsed notes from the cache
+
+    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class Dumper(base):  # type: ignore[valid-type, misc]
+        pass
+
+    def text(dumper: Any, value: str) -> Any:
+        style = '"' if any(b in value for b in _YAML_BREAKS) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    body: str = yaml.dump(
+        data, Dumper=Dumper, sort_keys=False, default_flow_style=flow, width=100, allow_unicode=True
+    )
+    return body
+
+
 @functools.cache
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
@@ -60,23 +87,32 @@ def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in names}
 
 
-def _tidy(value: Any) -> Any:
-    """Drop empty fields and round floats to 6 significant digits, for people reading
-    `git log --notes`; the byte-exact measurements are in the bench note."""
+def _rounded(value: Any) -> Any:
+    """Floats to 6 significant digits, for people reading `git log --notes`; the byte-exact
+    measurements are in the bench note."""
     if isinstance(value, dict):
-        return {k: _tidy(v) for k, v in value.items() if v not in (None, [], {})}
+        return {k: _rounded(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_tidy(v) for v in value]
+        return [_rounded(v) for v in value]
     if isinstance(value, float):
         return float(f"{value:.6g}")
     return value
+
+
+def _compact(record: dict[str, Any]) -> dict[str, Any]:
+    """A record's fields without the empty ones (None, [], {}), which its dataclass defaults
+    give back on reading. Only a record's own fields: inside a free-form mapping (statistics,
+    hashes) an empty value is data, and dropping it would change what is read back."""
+    return {k: _rounded(v) for k, v in record.items() if v not in (None, [], {})}
 
 
 @dataclass
 class ShapeResult:
     label: str
     check: str
-    value: float | None  # primary metric (mean over runs), None when the shape did not PASS
+    # Primary metric (mean over runs), None when the shape did not PASS. Every field that the
+    # writer may drop (`_compact` leaves out None) has a default, or a FAIL shape's note is unreadable.
+    value: float | None = None
     best: float | None = None
     delta_pct: float | None = None  # vs best
     vs_baseline_pct: float | None = None
@@ -116,18 +152,10 @@ class RoundNote:
     statistics: dict[str, Any] = field(default_factory=dict)  # interleaved A/B evidence
 
     def to_text(self) -> str:
-        import yaml  # kept off the read path: `kgit status` reads parsed notes from the cache
-
-        data = _tidy({"kgit": "round", **asdict(self)})
-        body: str = yaml.dump(
-            data,
-            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
-            sort_keys=False,
-            default_flow_style=None,
-            width=100,
-            allow_unicode=True,
-        )
-        return body
+        data = _compact({"kgit": "round", **asdict(self)})
+        if "shapes" in data:
+            data["shapes"] = [_compact(shape) for shape in data["shapes"]]
+        return dump_record(data, flow=None)
 
     @classmethod
     def from_text(cls, text: bytes | str) -> RoundNote:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kgit.errors import UsageError
-from kgit.records.notes import _known, load_record
+from kgit.records.notes import _known, dump_record, load_record
 
 TIP_VERSION = 1
 TIPS_PREFIX = "refs/kgit-tips/"
@@ -60,11 +60,8 @@ class Tip:
         return f"{stamp}-{origin}-{digest}.yaml"
 
     def to_text(self) -> str:
-        import yaml
-
         data = {"kgit": "tip", **{k: v for k, v in asdict(self).items() if v is not None}}
-        text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-        return text
+        return dump_record(data)
 
     @classmethod
     def from_text(cls, text: bytes | str) -> Tip:

@@ -127,6 +127,10 @@ def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = Tru
                 f"{signed(data['vs_baseline_pct'])} vs baseline."
             )
         )
+    elif data["metric"] and data["shapes"]:
+        failing = [s["shape"] for s in data["shapes"] if s["check"] != "PASS"]
+        if failing:
+            blocks.append(Para(f"No aggregate: Check FAIL on {', '.join(failing)}."))
     if data["shapes"]:
         rows = [
             [
