@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kgit import __version__
-from kgit.errors import EXIT_CRASH, EXIT_USAGE, KgitError, UsageError
+from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_USAGE, KgitError, UsageError
 
 if TYPE_CHECKING:
     from kgit.engine.store import Campaign
@@ -595,16 +597,31 @@ def _report(error: KgitError, as_json: bool) -> int:
     return error.exit_code
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C: every `finally` runs, so harness process groups
+    are killed and set-aside edits restored rather than left behind."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _interrupt)
     try:
         cli.main(args=args, prog_name="kgit", standalone_mode=False)
     except KgitError as error:
         return _report(error, as_json)
     except click.exceptions.Exit as done:
         return done.exit_code
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt) as stop:
+        # click turns Ctrl-C (and our SIGTERM/SIGHUP) into Abort; a declined prompt is one too.
+        cause = stop if isinstance(stop, KeyboardInterrupt) else stop.__cause__
+        if isinstance(cause, KeyboardInterrupt):
+            name = cause.args[0] if cause.args else "SIGINT"
+            click.echo(f"kgit: interrupted by {name}; nothing half-written is kept", err=True)
+            return EXIT_INTERRUPTED
         click.echo("aborted", err=True)
         return 1
     except click.ClickException as exc:

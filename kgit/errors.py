@@ -10,6 +10,7 @@ EXIT_OK = 0
 EXIT_REFUSED = 1  # a gate failed, a verdict refused, the repository is not in the needed state
 EXIT_USAGE = 2  # bad input: a flag, a manifest, a name
 EXIT_CRASH = 3  # a bug in kgit: a log is written under .git/kgit/
+EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP, as shells report a SIGINT
 
 
 class KgitError(Exception):

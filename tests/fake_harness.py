@@ -4,12 +4,19 @@ It reads `kernel.txt` from the current directory. `speed: X` sets Forward TFLOPS
 X times the shape's factor; `speed.<label>: X` overrides one shape; `fail: <label>` makes that
 shape FAIL; `exit: N` forces an exit code; `hang` sleeps; `flood` prints 50 MB; `drift` renames a
 column; `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line; `noise: S` multiplies every value by
-exp(N(0, S)), fresh each run.
+exp(N(0, S)), fresh each run; `speeds: A,B,...` with `counter: PATH` gives the n-th run (counted
+in the file PATH) speed A, B, ... in turn.
+
+Started by kgit with KGIT_WORKER=1, a kernel with the flag `worker` speaks the measuring worker
+protocol (kgit/records/protocol.py, written out here: a harness need not import kgit);
+`worker_crash_at: N` exits in the middle of the N-th block request, `worker_hang_at: N` never
+answers it.
 """
 
 import argparse
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -21,11 +28,7 @@ HEADER = (
 )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--summary-csv", required=True)
-    parser.add_argument("--shapes", required=True)
-    args = parser.parse_args()
+def read_kernel() -> tuple[dict[str, str], set[str]]:
     settings: dict[str, str] = {}
     flags: set[str] = set()
     for line in Path("kernel.txt").read_text().splitlines():
@@ -34,12 +37,22 @@ def main() -> int:
             settings[key.strip()] = value.strip()
         elif line.strip():
             flags.add(line.strip())
-    if "hang" in flags:
-        time.sleep(600)
-    if "flood" in flags:
-        for _ in range(50_000):
-            sys.stdout.write("x" * 1000 + "\n")
-    shapes = json.loads(Path(args.shapes).read_text())
+    return settings, flags
+
+
+def next_speed(settings: dict[str, str]) -> None:
+    """`speeds` + `counter`: this run's speed is the next in the list (the last one repeats)."""
+    if "speeds" not in settings:
+        return
+    counter = Path(settings["counter"])
+    n = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(n + 1))
+    speeds = settings["speeds"].split(",")
+    settings["speed"] = speeds[min(n, len(speeds) - 1)].strip()
+
+
+def write_csv(path: str, shapes: list[dict], settings: dict[str, str], flags: set[str]) -> bool:
+    """The summary CSV of SHAPES; True when some shape FAILed."""
     header = HEADER.replace("Check", "check") if "drift" in flags else HEADER
     end = " \r\n" if "crlf" in flags else "\n"
     lines = [header]
@@ -67,11 +80,49 @@ def main() -> int:
     text = (
         lines[0] + ("\r\n" if "crlf" in flags else "\n") + "".join(line + end for line in lines[1:])
     )
-    Path(args.summary_csv).write_bytes(text.encode())
+    Path(path).write_bytes(text.encode())
+    return failing
+
+
+def serve(settings: dict[str, str], flags: set[str], code: int) -> None:
+    """The measuring worker protocol, by hand."""
+    print("\nkgit-worker-ready: " + json.dumps({"protocol": 1, "exit": code}), flush=True)
+    for blocks, line in enumerate(sys.stdin, 1):
+        request = json.loads(line)
+        if request.get("cmd") != "block":
+            return
+        if int(settings.get("worker_crash_at", 0)) == blocks:
+            print("worker: crashing mid-request", flush=True)
+            os._exit(9)
+        if int(settings.get("worker_hang_at", 0)) == blocks:
+            time.sleep(600)
+        shapes = json.loads(Path(request["shapes"]).read_text())
+        failing = write_csv(request["summary_csv"], shapes, settings, flags)
+        reply = {"id": request["id"], "exit": int(failing)}
+        print("\nkgit-worker-reply: " + json.dumps(reply), flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--summary-csv", required=True)
+    parser.add_argument("--shapes", required=True)
+    args = parser.parse_args()
+    settings, flags = read_kernel()
+    next_speed(settings)
+    if "hang" in flags:
+        time.sleep(600)
+    if "flood" in flags:
+        for _ in range(50_000):
+            sys.stdout.write("x" * 1000 + "\n")
+    shapes = json.loads(Path(args.shapes).read_text())
+    failing = write_csv(args.summary_csv, shapes, settings, flags)
     if "torch" in settings:  # the environment, as kgit.measure's harness reports it
         print("fingerprint: " + json.dumps({"gpu": "FakeGPU", "torch": settings["torch"]}))
-    print(f"all_pass: {str(not failing).lower()}")
-    return int(settings.get("exit", 1 if failing else 0))
+    print(f"all_pass: {str(not failing).lower()}", flush=True)
+    code = int(settings.get("exit", 1 if failing else 0))
+    if os.environ.get("KGIT_WORKER") == "1" and "worker" in flags:
+        serve(settings, flags, code)
+    return code
 
 
 if __name__ == "__main__":

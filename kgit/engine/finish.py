@@ -23,15 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgit.engine.abtest import best_tree, judgement, run_pairs
 from kgit.engine.gate import Say
-from kgit.engine.measure import HarnessError, Measurement, measure, require_clean
+from kgit.engine.measure import HarnessError, Measurement, require_clean
 from kgit.engine.runner import run_command
 from kgit.engine.store import Campaign, now
+from kgit.engine.validation import Target, validate
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
-from kgit.judge.scoring import geomean
-from kgit.judge.verdict import REMEASURE, interleaved_verdict, mean_values, seed_verdict
+from kgit.judge.verdict import CORRECTNESS
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
 
 Confirm = Callable[[list[str]], bool]
@@ -196,109 +195,42 @@ def _full_validation(
     *,
     echo: bool,
 ) -> None:
+    """Every active target shape, the best line against the baseline, through the rounds' own
+    validation path (kgit/engine/validation.py); measured afresh, never read from notes."""
     baseline = rounds[0][1].values() if rounds else {}
     labels = [label for label in campaign.manifest.shape_labels if label in baseline]
-    shapes = campaign.manifest.shapes_for(labels)
-    if campaign.manifest.decision_policy == "interleaved" and best != campaign.state.base:
-        _ab_validation(campaign, check, labels, shapes, say, echo=echo)
-        return
-    frozen = tuple(campaign.state.frozen_header or ())
     say(f"full validation on all {len(labels)} active target shapes against the baseline")
-    try:
-        while True:
-            check.runs.append(measure(campaign, shapes, frozen, say, echo=echo))
-            verdict = seed_verdict(
-                [r.score for r in check.runs],
-                {label: baseline[label] for label in labels},
-                campaign.manifest.thresholds,
-                versus="baseline",
-            )
-            if verdict.decision != REMEASURE:
-                break
-            say(verdict.reasons[-1])
-    except HarnessError as exc:
-        check.reasons.append(f"full validation: {exc.message}")
-        return
-    check.verdict_reasons = verdict.reasons
-    check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.best_aggregate
-    check.gain_pct = verdict.gain_pct
-    check.shapes = [
-        {"label": label, "baseline": baseline[label], "final": value, "delta_pct": delta}
-        for label in labels
-        for value, delta in [(_mean(check.runs, label), verdict.shape_deltas.get(label))]
-    ]
-    if best == campaign.state.base:
-        failing = [r for r in verdict.reasons if r.startswith("correctness gate")]
-        check.reasons += [f"full validation: {r}" for r in failing]
-    elif not verdict.accepts:
-        check.reasons += [
-            f"full validation against the baseline: {r}" for r in check.verdict_reasons
-        ]
-
-
-def _ab_validation(
-    campaign: Campaign,
-    check: Acceptance,
-    labels: list[str],
-    shapes: list[dict[str, Any]],
-    say: Say,
-    *,
-    echo: bool,
-) -> None:
-    """Under `decision_policy: interleaved`, the baseline commit (A, in kgit's own work tree) and
-    the best line (B) take turns on every active shape, judged as a round is. Shapes the A/A
-    calibration did not cover (it runs on the representative ones) take its widest floor."""
-    floors = campaign.state.noise_floors
-    if not floors:
-        raise KgitError(
-            "no calibrated noise floors for decision_policy: interleaved",
-            hint="the A/A calibration runs at kgit baseline; record a new baseline epoch",
-        )
-    widest = max(floors.values())
-    floors = {label: floors.get(label, widest) for label in labels}
-    tree = best_tree(campaign, campaign.state.base, say, echo=echo)
-    say(
-        f"full validation: A/B pairs of the baseline (A) and the best line (B) on all "
-        f"{len(labels)} active target shapes"
+    repo = campaign.repo
+    target = Target(
+        repo.tree_of(best), repo.root, campaign.state.base, baseline, labels, "baseline"
     )
     try:
-        ab = run_pairs(campaign, shapes, (tree, campaign.repo.root), floors, say, echo=echo)
+        outcome = validate(campaign, target, None, say, echo=echo)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
         return
-    check.runs = ab.candidate_runs
-    failing = ab.candidate_runs[-1].score.failing if ab.candidate_runs else []
-    if failing:
-        check.reasons.append(
-            f"full validation: correctness gate: Check FAIL on {', '.join(failing)}"
-        )
-        return
-    judged = judgement(campaign, ab, labels, floors)
-    verdict = interleaved_verdict(judged, campaign.manifest.thresholds, versus="baseline")
+    verdict = outcome.verdict
+    check.runs = outcome.passes
     check.verdict_reasons = verdict.reasons
-    final = mean_values([r.score for r in ab.candidate_runs])
-    base = mean_values([r.score for r in ab.best_runs])
-    check.aggregate = geomean(final[label] for label in labels)
-    check.baseline_aggregate = geomean(base[label] for label in labels)
+    if verdict.cause == CORRECTNESS:
+        check.reasons += [f"full validation: {r}" for r in verdict.reasons]
+        return
+    check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.reference_aggregate
     check.gain_pct = verdict.gain_pct
     check.shapes = [
         {
             "label": label,
-            "baseline": base[label],
-            "final": final[label],
-            "delta_pct": judged.shapes[label].change_pct,
+            "baseline": verdict.reference.get(label),
+            "final": verdict.candidate.get(label),
+            "delta_pct": verdict.shape_deltas.get(label),
         }
         for label in labels
     ]
-    if not verdict.accepts:
+    # The best line still at the base: nothing to beat, only correctness to hold.
+    if best != campaign.state.base and not verdict.accepts:
         check.reasons += [
             f"full validation against the baseline: {r}" for r in check.verdict_reasons
         ]
-
-
-def _mean(runs: list[Measurement], label: str) -> float | None:
-    values = [r.score.values[label] for r in runs if label in r.score.values]
-    return sum(values) / len(values) if len(values) == len(runs) else None
 
 
 # -- 4. the branch to merge ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kgit.engine.runner import parse_fingerprint, run_harness
+from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo, clean_env
@@ -34,6 +34,15 @@ class Measurement:
     fingerprint: dict[str, str]
 
 
+def harness_env(tree: Path) -> dict[str, str]:
+    """The harness's environment: clean of git's variables, the tree's own code first on the
+    import path, so that a best-line work tree measures its own kernel even when the project is
+    pip-installed in editable mode from the main tree."""
+    return clean_env(
+        {"PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+    )
+
+
 def measure(
     campaign: Campaign,
     shapes: list[dict[str, Any]],
@@ -46,15 +55,24 @@ def measure(
 ) -> Measurement:
     """Run the harness in TREE (default: the work tree) and read its CSV strictly."""
     manifest = campaign.manifest
-    labels = [s["label"] for s in shapes]
     cwd = tree or campaign.repo.root
-    say(f"harness{role}: {len(shapes)} shape(s): {', '.join(labels)}")
-    # The tree's own code first on the import path, so that a best-line work tree measures its
-    # own kernel even when the project is pip-installed in editable mode from the main tree.
-    env = clean_env(
-        {"PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), os.environ.get("PYTHONPATH")]))}
+    say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
+    run = run_harness(
+        manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=harness_env(cwd)
     )
-    run = run_harness(manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=env)
+    result = read_run(campaign, run, [s["label"] for s in shapes], frozen)
+    say(
+        f"harness: done in {run.result.seconds:.1f} s, aggregate {result.score.aggregate:.4g}"
+        + (f", FAIL: {', '.join(result.score.failing)}" if result.score.failing else "")
+    )
+    return result
+
+
+def read_run(
+    campaign: Campaign, run: HarnessRun, labels: list[str], frozen: tuple[str, ...] | None
+) -> Measurement:
+    """A harness run read under the contract: its exit, the frozen schema, exactly LABELS, and
+    an exit code that agrees with the Check column."""
     tail = run.result.tail
     if run.status == "unavailable":
         raise KgitError(
@@ -69,10 +87,12 @@ def measure(
             details=tail[-4000:],
         )
     try:
-        table = parse_bench_csv(run.csv, manifest.primary_metric, frozen)
+        table = parse_bench_csv(run.csv, campaign.manifest.primary_metric, frozen)
     except SchemaError as exc:
         raise HarnessError(
-            f"validation ERROR: {exc.message}", hint=exc.hint, details=exc.details
+            f"validation ERROR: {exc.message}",
+            hint=exc.hint,
+            details="\n".join(filter(None, [exc.details, "harness output:", tail[-4000:]])),
         ) from None
     extra = sorted(set(table.labels) - set(labels))
     missing = [label for label in labels if label not in table.labels]
@@ -82,12 +102,19 @@ def measure(
             + (f"; missing {', '.join(missing)}" if missing else "")
             + (f"; unexpected {', '.join(extra)}" if extra else ""),
             hint="the harness must measure exactly the shapes passed with --shapes",
+            details=tail[-4000:],
         )
-    result = score(table, manifest.primary_metric, labels)
-    say(
-        f"harness: done in {run.result.seconds:.1f} s, aggregate {result.aggregate:.4g}"
-        + (f", FAIL: {', '.join(result.failing)}" if result.failing else "")
-    )
+    result = score(table, campaign.manifest.primary_metric, labels)
+    some_fail = run.result.returncode == HARNESS_SOME_FAIL
+    if some_fail != bool(result.failing):
+        said = "some shape FAILed" if some_fail else "every shape PASSed"
+        raise HarnessError(
+            f"validation ERROR: the harness exited {run.result.returncode} ({said}) but its CSV "
+            + (f"has FAIL rows ({', '.join(result.failing)})" if result.failing else "has none")
+            + ": exit and Check disagree",
+            hint="the contract: exit 0 when every shape passes, 1 when some shape fails",
+            details=tail[-4000:],
+        )
     return Measurement(run.csv, table, result, run.result.seconds, tail, parse_fingerprint(tail))
 
 

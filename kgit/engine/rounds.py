@@ -7,25 +7,19 @@ round's commit reachable from `refs/kgit/<campaign>/rounds/<N>` with its notes.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
-from kgit.engine.abtest import best_tree, judgement, run_pairs
 from kgit.engine.gate import Say, ensure_gated
-from kgit.engine.measure import (
-    HarnessError,
-    Measurement,
-    best_values,
-    check_fingerprint,
-    measure,
-    require_clean,
-)
+from kgit.engine.measure import HarnessError, Measurement, best_values, require_clean
 from kgit.engine.runner import run_command
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
+from kgit.engine.validation import Outcome, Target, rejudge, statistics_dict, validate
 from kgit.errors import KgitError, UsageError
 from kgit.judge.scoring import diagnostics, geomean, pct
-from kgit.judge.stats import Estimate
-from kgit.judge.verdict import REMEASURE, Verdict, interleaved_verdict, mean_values, seed_verdict
+from kgit.judge.verdict import CORRECTNESS, protected_verdict
+from kgit.records.evidence import Evidence
 from kgit.records.notes import (
     ACCEPTING,
     ERROR,
@@ -135,29 +129,46 @@ def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
 
 
 def _shape_results(
-    runs: list[Measurement],
-    verdict: Verdict,
+    outcome: Outcome,
     best: dict[str, float],
     baseline: dict[str, float],
     labels: list[str],
+    plain: dict[str, float],
 ) -> list[ShapeResult]:
-    means = mean_values([r.score for r in runs])
-    results = []
-    for label in labels:
-        value = means.get(label)
-        results.append(
-            ShapeResult(
-                label=label,
-                check="PASS" if value is not None else "FAIL",
-                value=value,
-                best=best.get(label),
-                delta_pct=verdict.shape_deltas.get(label),
-                vs_baseline_pct=pct(value, baseline[label])
-                if value and label in baseline
-                else None,
-            )
+    failing = set(outcome.passes[-1].score.failing) if outcome.passes else set()
+    deltas = outcome.verdict.shape_deltas
+    return [
+        ShapeResult(
+            label=label,
+            check="FAIL" if label in failing else "PASS",
+            value=plain.get(label),
+            best=best.get(label),
+            delta_pct=deltas.get(label),
+            vs_baseline_pct=pct(plain[label], baseline[label])
+            if label in plain and label in baseline
+            else None,
         )
-    return results
+        for label in labels
+    ]
+
+
+def _plain_means(runs: list[dict[str, float]], labels: list[str]) -> dict[str, float]:
+    """Per shape, the mean of the candidate's plain passes (those comparable with the
+    baseline's); shapes missing from any run are left out."""
+    return {
+        label: statistics.fmean(run[label] for run in runs)
+        for label in labels
+        if runs and all(label in run for run in runs)
+    }
+
+
+def _prior_evidence(campaign: Campaign, tip: str, number: int, tree: str) -> Evidence | None:
+    """What earlier validations of this round measured of this very tree (an amended or rebased
+    commit carries its old note: a different tree starts over)."""
+    earlier = campaign.read_round(tip)
+    if earlier is None or earlier.round != number or earlier.tree != tree:
+        return None
+    return Evidence.from_dict(earlier.evidence)
 
 
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
@@ -167,15 +178,19 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
             f"round-{open_round.number} has no commit yet",
             hint="make the change and git commit it (the hook gates it)",
         )
-    if not campaign.repo.is_ancestor(campaign.best_tip(), tip):
+    best_tip = campaign.best_tip()
+    if not campaign.repo.is_ancestor(best_tip, tip):
         raise KgitError("the best line moved since this round started", hint="kgit round rollback")
     _rebuild(campaign, say, echo)
     ensure_gated(campaign, tip, say, echo=echo)
     rounds = campaign.all_rounds()
     best = best_values(rounds)
     baseline = rounds[0][1].values() if rounds else {}
+    baseline_blocks = rounds[0][1].statistics.get("block_values", {}) if rounds else {}
     active = campaign.manifest.shape_labels if full else campaign.state.representative
     labels = [label for label in active if label not in campaign.state.inactive]
+    tree = campaign.repo.tree_of(tip)
+    prior = _prior_evidence(campaign, tip, open_round.number, tree)
     note = RoundNote(
         campaign=campaign.name,
         round=open_round.number,
@@ -190,113 +205,63 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
             "schema": ",".join(campaign.state.frozen_header or []),
             "protected": dict(campaign.state.protected),
         },
+        tree=tree,
     )
     changed = _protected_changes(campaign, tip)
     if changed:
-        note.decision = ROLLED_BACK
-        note.reasons = [
-            f"protected path changed since baseline: {', '.join(changed)} "
-            "(the harness and schema are frozen for the whole campaign)"
-        ]
+        verdict = protected_verdict(changed)
+        note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         return _record(campaign, tip, note, [], say)
-    shapes = campaign.manifest.shapes_for(labels)
-    runs: list[Measurement] = []
-    best_runs: list[Measurement] = []
+    target = Target(tree, campaign.repo.root, best_tip, best, labels, "best")
     try:
-        if campaign.manifest.decision_policy == "interleaved":
-            verdict, runs, best_runs = _interleaved(campaign, tip, shapes, labels, say, echo, note)
-            best = mean_values([r.score for r in best_runs]) or best
-        else:
-            verdict = _seed(campaign, shapes, labels, best, runs, say, echo)
+        outcome = validate(campaign, target, prior, say, echo=echo)
     except HarnessError as exc:
         note.status, note.reasons = ERROR, [exc.message]
         note.harness_tail = (exc.details or "")[-4000:]
-        _record(campaign, tip, note, runs, say)
+        note.evidence = prior.to_dict() if prior else {}  # an error never loses earlier runs
+        _record(campaign, tip, note, [], say)
         raise
-    note.fingerprint = runs[0].fingerprint if runs else {}
-    note.decision, note.reasons = verdict.decision, verdict.reasons
-    cand = mean_values([r.score for r in runs])
+    if outcome.evidence.mode == "worker":
+        # Block figures on both sides: the reference as measured now, the baseline's blocks.
+        best = {**best, **outcome.verdict.reference}
+        baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}
+    _fill_note(note, outcome, best, baseline, labels)
+    return _record(campaign, tip, note, outcome.passes, say, outcome.reference_passes)
+
+
+def _fill_note(
+    note: RoundNote,
+    outcome: Outcome,
+    best: dict[str, float],
+    baseline: dict[str, float],
+    labels: list[str],
+) -> None:
+    verdict, evidence = outcome.verdict, outcome.evidence
+    note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
+    note.evidence = evidence.to_dict()
+    note.statistics = statistics_dict(outcome)
+    first = outcome.passes[0] if outcome.passes else None
+    note.fingerprint = first.fingerprint if first else {}
+    note.diagnostics = diagnostics(first.table) if first else {}
+    plain = _plain_means(evidence.runs, labels)
     note.best_aggregate = geomean(best[label] for label in labels)
-    if len(cand) == len(labels):  # a FAIL shape leaves no aggregate to compare (not a -100%)
-        note.aggregate = geomean(cand[label] for label in labels)
-        note.delta_vs_best_pct = round(verdict.gain_pct, 4)
-    if baseline and note.aggregate:
+    complete = len(plain) == len(labels) and verdict.cause != CORRECTNESS
+    if complete:  # a FAIL shape leaves no aggregate to compare (not a -100%)
+        note.aggregate = geomean(plain.values())
+        note.delta_vs_best_pct = (
+            round(verdict.gain_pct, 4) if verdict.gain_pct is not None else None
+        )
+    if note.aggregate and all(label in baseline for label in labels):
         base_on_labels = geomean(baseline[label] for label in labels)
         note.baseline_aggregate = base_on_labels
         note.delta_vs_baseline_pct = round(pct(note.aggregate, base_on_labels), 4)
-    note.run_aggregates = [r.score.aggregate for r in runs]
-    note.shapes = _shape_results(runs, verdict, best, baseline, labels)
-    note.diagnostics = diagnostics(runs[0].table)
-    note.timings = {"harness_s": round(sum(r.seconds for r in runs + best_runs), 3)}
-    return _record(campaign, tip, note, runs, say, best_runs)
-
-
-def _seed(
-    campaign: Campaign,
-    shapes: list[dict[str, Any]],
-    labels: list[str],
-    best: dict[str, float],
-    runs: list[Measurement],
-    say: Say,
-    echo: bool,
-) -> Verdict:
-    """The seed's rule: one run, re-measured up to 3 when the gain is in the noise band."""
-    frozen = tuple(campaign.state.frozen_header or ())
-    while True:
-        runs.append(measure(campaign, shapes, frozen, say, echo=echo))
-        check_fingerprint(campaign.state.fingerprint, runs[-1].fingerprint)
-        verdict = seed_verdict(
-            [r.score for r in runs],
-            {label: best[label] for label in labels},
-            campaign.manifest.thresholds,
-        )
-        if verdict.decision != REMEASURE:
-            return verdict
-        say(verdict.reasons[-1])
-
-
-def _interleaved(
-    campaign: Campaign,
-    tip: str,
-    shapes: list[dict[str, Any]],
-    labels: list[str],
-    say: Say,
-    echo: bool,
-    note: RoundNote,
-) -> tuple[Verdict, list[Measurement], list[Measurement]]:
-    """A/B pairs of the best line's tip and the candidate, judged with confidence intervals."""
-    floors = campaign.state.noise_floors
-    missing = [label for label in labels if label not in floors]
-    if missing:
-        raise KgitError(
-            f"no calibrated noise floor for {', '.join(missing)}",
-            hint="decision_policy: interleaved needs the A/A calibration of `kgit baseline`",
-        )
-    tree = best_tree(campaign, campaign.best_tip(), say, echo=echo)
-    ab = run_pairs(campaign, shapes, (tree, campaign.repo.root), floors, say, echo=echo)
-    if ab.candidate_runs and ab.candidate_runs[-1].score.failing:
-        failing = ab.candidate_runs[-1].score.failing
-        verdict = Verdict(
-            ROLLED_BACK, [f"correctness gate: Check FAIL on {', '.join(failing)}"], 0.0, 0.0, -100.0
-        )
-        return verdict, ab.candidate_runs, ab.best_runs
-    judged = judgement(campaign, ab, labels, floors)
-    note.statistics = {
-        "policy": "interleaved",
-        "pairs": len(ab.pairs),
-        "seconds": round(ab.seconds, 1),
-        "aggregate": _estimate_dict(judged.aggregate),
-        "shapes": {label: _estimate_dict(e) for label, e in judged.shapes.items()},
-    }
-    return (
-        interleaved_verdict(judged, campaign.manifest.thresholds),
-        ab.candidate_runs,
-        ab.best_runs,
-    )
-
-
-def _estimate_dict(e: Estimate) -> dict[str, Any]:
-    return {"ratio": e.ratio, "ci": [e.low, e.high], "call": e.call, "floor_pct": e.floor * 100}
+    note.run_aggregates = [
+        geomean(run[label] for label in labels)
+        for run in evidence.runs
+        if all(label in run for label in labels)
+    ]
+    note.shapes = _shape_results(outcome, best, baseline, labels, plain)
+    note.timings = {"harness_s": evidence.seconds}
 
 
 def _record(
@@ -309,10 +274,10 @@ def _record(
 ) -> dict[str, Any]:
     note.validated_at = now()
     repo = campaign.repo
-    extra = {f"runs/round-{note.round}/run-{i}.csv": r.csv for i, r in enumerate(runs[1:], 2)}
-    extra |= {
-        f"runs/round-{note.round}/best-{i}.csv": r.csv for i, r in enumerate(best_runs or [], 1)
-    }
+    v = note.evidence.get("validations", 1) if note.evidence else 1
+    folder = f"runs/round-{note.round}/validation-{v}"
+    extra = {f"{folder}/run-{i}.csv": r.csv for i, r in enumerate(runs[1:], 2)}
+    extra |= {f"{folder}/reference-{i}.csv": r.csv for i, r in enumerate(best_runs or [], 1)}
     with repo.write_lock():
         current = campaign.reload()
         open_round = current.state.open_round
@@ -336,7 +301,11 @@ def _record(
         "delta_vs_best_pct": note.delta_vs_best_pct,
         "delta_vs_baseline_pct": note.delta_vs_baseline_pct,
         "shapes": [vars(s) for s in note.shapes],
-        "runs": len(runs) or None,
+        "runs": len(note.evidence.get("runs", [])) or None,
+        "pairs": len(note.evidence.get("pairs", [])) or None,
+        "validations": note.evidence.get("validations"),
+        "mode": note.evidence.get("mode"),
+        "tree": note.tree,
     }
 
 
@@ -353,6 +322,20 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             f"the verdict of round-{note.round} is {note.decision or note.status}: not accepted",
             hint='kgit round rollback --reason "..." (the commit stays reachable)',
             details="\n".join(note.reasons),
+        )
+    tree = campaign.repo.tree_of(tip)
+    if note.tree != tree:
+        raise KgitError(
+            f"round-{note.round}'s verdict is about other files than its commit {tip[:10]} holds "
+            "(amended or rebased after validate?)",
+            hint="kgit round validate measures these files; accept follows its verdict",
+        )
+    recomputed = rejudge(campaign, note, best_values(campaign.all_rounds()))
+    if not recomputed.accepts:
+        raise KgitError(
+            f"round-{note.round}'s stored evidence does not support its verdict "
+            f"({recomputed.decision}: {'; '.join(recomputed.reasons)})",
+            hint="kgit round validate records a verdict from new measurements",
         )
     changed = _protected_changes(campaign, tip)
     if changed:

@@ -7,6 +7,7 @@ harness that floods its output cannot exhaust it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -80,6 +81,13 @@ def run_command(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         returncode = None
+    except BaseException:
+        # Ctrl-C, SIGTERM, SIGHUP: the command runs in its own session, so no signal of the
+        # terminal reaches it. Left alive, a harness keeps the GPU and a test keeps running.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     reader.join(timeout=5)
     text = b"".join(tail)[-TAIL_BYTES:].decode(errors="replace")
     return CommandResult(returncode, time.monotonic() - start, text)
@@ -118,6 +126,11 @@ def run_harness(
         command = harness_command(quick_command, csv_path, shapes_path)
         result = run_command(command, cwd, timeout_s, echo=echo, env=env)
         csv = csv_path.read_bytes() if csv_path.is_file() else None
+    return classify_harness(result, csv, timeout_s)
+
+
+def classify_harness(result: CommandResult, csv: bytes | None, timeout_s: float) -> HarnessRun:
+    """What a harness's exit says under the contract (the CSV is checked by its reader)."""
     if result.returncode is None:
         return HarnessRun("error", f"harness timed out after {timeout_s:g} s", csv, result)
     if result.returncode == HARNESS_UNAVAILABLE:

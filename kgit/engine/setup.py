@@ -7,9 +7,10 @@ import sys
 from typing import Any
 
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
-from kgit.engine.measure import measure, require_clean
+from kgit.engine.measure import Measurement, require_clean
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
 from kgit.engine.tips import print_tips
+from kgit.engine.validation import baseline_pass
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.judge.representative import pick_representative
@@ -140,7 +141,16 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     record_gate(campaign, repo.tree_of(base), tests)
     if not tests.ok:
         raise gate_failure(tests, manifest.timeout_s)
-    run = measure(campaign, manifest.target_shapes, frozen=None, say=say, echo=echo)
+
+    def representative_of(first: Measurement) -> list[str]:
+        return manifest.representative_shapes or pick_representative(
+            manifest.target_shapes, first.table, manifest.primary_metric
+        )
+
+    # The full pass; under the interleaved policy the A/A calibration follows in the same
+    # harness process (a measuring worker), so the floors are those of the rounds' blocks.
+    calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
+    run = calibrated.first
     table, score = run.table, run.score
     inactive = list(score.failing)
     if len(inactive) == len(manifest.target_shapes):
@@ -153,9 +163,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         say(
             f"warning: shapes failing at baseline are left out of comparisons: {', '.join(inactive)}"
         )
-    representative = manifest.representative_shapes or pick_representative(
-        manifest.target_shapes, table, manifest.primary_metric
-    )
+    representative = representative_of(run)
     protected = repo.path_blobs(base, manifest.protected_paths)
     harness_copy = {
         f"{HARNESS_DIR}/{path}": repo.read_blob(blob) for path, blob in protected.items() if blob
@@ -165,18 +173,9 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     note.fingerprint = run.fingerprint
     campaign.state.frozen_header = list(table.header)
     campaign.state.fingerprint = run.fingerprint
-    floors: dict[str, float] = {}
-    if manifest.decision_policy == "interleaved":
-        from kgit.engine.abtest import calibrate
-
-        active = [label for label in representative if label not in inactive]
-        floors, aa = calibrate(campaign, base, active, say, echo=echo)
-        note.statistics = {
-            "policy": "interleaved",
-            "calibration_pairs": len(aa.pairs),
-            "noise_floor_pct": {label: round(f * 100, 3) for label, f in floors.items()},
-            "seconds": round(aa.seconds, 1),
-        }
+    floors = calibrated.floors
+    if calibrated.statistics:
+        note.statistics = calibrated.statistics
         say("noise floors: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in floors.items()))
     with repo.write_lock():
         current = campaign.reload()

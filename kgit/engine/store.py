@@ -188,7 +188,15 @@ class Campaign:
 
 
 # Fields a listing of rounds (status, log) does not read: kept out of the light cache file.
-_HEAVY_FIELDS = ("shapes", "statistics", "environment", "hashes", "diagnostics", "harness_tail")
+_HEAVY_FIELDS = (
+    "shapes",
+    "statistics",
+    "environment",
+    "hashes",
+    "diagnostics",
+    "harness_tail",
+    "evidence",
+)
 
 
 class NoteCache:

@@ -26,20 +26,65 @@ from kgit.records.notes import ACCEPTED, ACCEPTED_TRADEOFF, ROLLED_BACK
 
 REMEASURE = "REMEASURE"  # not a decision: the engine runs the harness again
 
+# Why a verdict is what it is, for code and agents (the reasons are for people).
+CORRECTNESS = "correctness"  # a shape's Check is not PASS
+PROTECTED = "protected-path"  # the round changed the harness, the gate's tests or the schema
+NOT_MEASURED = "not-measured"  # a shape the reference has was not measured
+NOT_IMPROVED = "not-improved"  # the aggregate is not better
+WITHIN_NOISE = "within-noise"  # a gain the noise rule or the interval does not support
+INCONCLUSIVE_GAIN = "inconclusive"  # the interval still straddles the floor: never accepted
+CORE_REGRESSION = "core-regression"  # a shape down past the limit, or not ruled out
+TRADE_OFF = "trade-off"
+IMPROVED = "improved"
+NEEDS_RUNS = "needs-runs"  # with REMEASURE
+
 
 @dataclass(frozen=True)
 class Verdict:
+    """A decision, its structured cause, and the evidence in one meaning: per-shape means of the
+    candidate and of the reference it was compared with, in the primary metric's unit. The
+    aggregate is always the geomean of the candidate's means; `gain_pct` is the judged change of
+    the aggregate (under the interleaved policy, estimated from the pairs' ratios)."""
+
     decision: str
+    cause: str
     reasons: list[str]
-    aggregate: float
-    best_aggregate: float
-    gain_pct: float
+    candidate: dict[str, float] = field(default_factory=dict)
+    reference: dict[str, float] = field(default_factory=dict)
+    gain_pct: float | None = None
     shape_deltas: dict[str, float] = field(default_factory=dict)
     run_gains_pct: list[float] = field(default_factory=list)
 
     @property
     def accepts(self) -> bool:
         return self.decision in (ACCEPTED, ACCEPTED_TRADEOFF)
+
+    @property
+    def aggregate(self) -> float | None:
+        return geomean(self.candidate.values()) if self.candidate else None
+
+    @property
+    def reference_aggregate(self) -> float | None:
+        return geomean(self.reference.values()) if self.reference else None
+
+
+def correctness_verdict(failing: list[str], reference: dict[str, float]) -> Verdict:
+    """Check is a hard gate: any shape not PASS rolls the candidate back, alone."""
+    return Verdict(
+        ROLLED_BACK, CORRECTNESS, ["correctness gate: " + "; ".join(failing)], {}, reference
+    )
+
+
+def protected_verdict(changed: list[str]) -> Verdict:
+    """A round may not change what measures or gates it (harness, tests, schema)."""
+    return Verdict(
+        ROLLED_BACK,
+        PROTECTED,
+        [
+            f"protected path changed since baseline: {', '.join(changed)} "
+            "(the harness, the gate's tests and the schema are frozen for the whole campaign)"
+        ],
+    )
 
 
 def mean_values(runs: list[Score]) -> dict[str, float]:
@@ -64,31 +109,37 @@ def seed_verdict(
     (`versus` names that reference in the reasons: kgit finish judges against the baseline)."""
     failures = _failures(runs)
     labels = [label for label in best if label in runs[0].values or label in runs[0].failing]
-    best_agg = geomean(best[label] for label in labels)
+    reference = {label: best[label] for label in labels}
     if failures:
-        return Verdict(
-            ROLLED_BACK, ["correctness gate: " + "; ".join(failures)], 0.0, best_agg, -100.0
-        )
+        return correctness_verdict(failures, reference)
     cand = mean_values(runs)
     missing = [label for label in labels if label not in cand]
     if missing:
         return Verdict(
-            ROLLED_BACK, [f"shapes not measured: {', '.join(missing)}"], 0.0, best_agg, -100.0
+            ROLLED_BACK,
+            NOT_MEASURED,
+            [f"shapes not measured: {', '.join(missing)}"],
+            cand,
+            reference,
         )
-    aggregate = geomean(cand[label] for label in labels)
-    gain = pct(aggregate, best_agg)
+    cand = {label: cand[label] for label in labels}
+    best_agg = geomean(reference.values())
+    gain = pct(geomean(cand.values()), best_agg)
     deltas = {label: pct(cand[label], best[label]) for label in labels}
     gains = [pct(geomean(run.values[label] for label in labels), best_agg) for run in runs]
 
-    def verdict(decision: str, reasons: list[str]) -> Verdict:
-        return Verdict(decision, reasons, aggregate, best_agg, gain, deltas, gains)
+    def verdict(decision: str, cause: str, reasons: list[str]) -> Verdict:
+        return Verdict(decision, cause, reasons, cand, reference, gain, deltas, gains)
 
     if gain <= 0:
-        return verdict(ROLLED_BACK, [f"aggregate not improved: {gain:+.3f}% vs {versus}"])
+        return verdict(
+            ROLLED_BACK, NOT_IMPROVED, [f"aggregate not improved: {gain:+.3f}% vs {versus}"]
+        )
     if gain < limits.noise_band_pct:
         if len(runs) < limits.noise_min_runs:
             return verdict(
                 REMEASURE,
+                NEEDS_RUNS,
                 [
                     f"gain {gain:+.3f}% is under the {limits.noise_band_pct}% noise band: "
                     f"re-measuring ({len(runs)} of {limits.noise_min_runs} runs)"
@@ -99,11 +150,14 @@ def seed_verdict(
         noise = f"mean gain {mean:+.3f}% ± {std:.3f}% over {len(runs)} runs"
         if mean <= limits.noise_min_mean_pct:
             return verdict(
-                ROLLED_BACK, [f"within noise: {noise} (needs > {limits.noise_min_mean_pct}%)"]
+                ROLLED_BACK,
+                WITHIN_NOISE,
+                [f"within noise: {noise} (needs > {limits.noise_min_mean_pct}%)"],
             )
         if std >= limits.noise_max_std_ratio * mean:
             return verdict(
                 ROLLED_BACK,
+                WITHIN_NOISE,
                 [
                     f"within noise: {noise} (stddev must be under {limits.noise_max_std_ratio:g}× the gain)"
                 ],
@@ -111,30 +165,35 @@ def seed_verdict(
         noise_reason = [f"gain holds under re-measure: {noise}"]
     else:
         noise_reason = []
-    decision, reasons = _shape_rule(deltas, limits.core_regression_pct)
+    decision, cause, reasons = _shape_rule(deltas, limits.core_regression_pct)
     return verdict(
-        decision, [f"aggregate improved: {gain:+.3f}% vs {versus}", *noise_reason, *reasons]
+        decision, cause, [f"aggregate improved: {gain:+.3f}% vs {versus}", *noise_reason, *reasons]
     )
 
 
-def _shape_rule(deltas: dict[str, float], limit: float) -> tuple[str, list[str]]:
+def _shape_rule(deltas: dict[str, float], limit: float) -> tuple[str, str, list[str]]:
     """Rule 3 on per-shape deltas, once the aggregate is known to have improved."""
     regressed = {label: d for label, d in deltas.items() if d <= -limit}
     traded = {label: d for label, d in deltas.items() if -limit < d < 0}
     if regressed:
         worst = ", ".join(f"{label} {d:+.3f}%" for label, d in regressed.items())
-        return ROLLED_BACK, [f"core shape down ≥{limit:g}%: {worst}"]
+        return ROLLED_BACK, CORE_REGRESSION, [f"core shape down ≥{limit:g}%: {worst}"]
     if traded:
         listed = ", ".join(f"{label} {d:+.3f}%" for label, d in traded.items())
-        return ACCEPTED_TRADEOFF, [f"trade-off, shapes down <{limit:g}%: {listed}"]
-    return ACCEPTED, ["no shape regressed"]
+        return ACCEPTED_TRADEOFF, TRADE_OFF, [f"trade-off, shapes down <{limit:g}%: {listed}"]
+    return ACCEPTED, IMPROVED, ["no shape regressed"]
 
 
 def interleaved_verdict(
-    judgement: ABJudgement, limits: Thresholds, versus: str = "best"
+    judgement: ABJudgement,
+    limits: Thresholds,
+    versus: str = "best",
+    candidate: dict[str, float] | None = None,
+    reference: dict[str, float] | None = None,
 ) -> Verdict:
     """Rule 3 on statistically called changes: accept only a gain the interval supports, never an
-    inconclusive one, and never while a shape may have dropped past the core regression limit."""
+    inconclusive one, and never while a shape may have dropped past the core regression limit.
+    CANDIDATE and REFERENCE are the per-shape means of the two sides, for the record."""
     agg = judgement.aggregate
     deltas = {label: e.change_pct for label, e in judgement.shapes.items()}
     head = [
@@ -142,16 +201,24 @@ def interleaved_verdict(
         f"(CI {_pct(agg.low)}..{_pct(agg.high)}, {agg.n} pairs, floor {agg.floor * 100:.2f}%)"
     ]
 
-    def verdict(decision: str, reasons: list[str]) -> Verdict:
-        return Verdict(decision, head + reasons, agg.ratio, 1.0, agg.change_pct, deltas)
+    def verdict(decision: str, cause: str, reasons: list[str]) -> Verdict:
+        return Verdict(
+            decision,
+            cause,
+            head + reasons,
+            dict(candidate or {}),
+            dict(reference or {}),
+            agg.change_pct,
+            deltas,
+        )
 
     if agg.call != BETTER:
-        why = {
-            WORSE: "the candidate is slower",
-            NO_CHANGE: "no change past the noise floor",
-            INCONCLUSIVE: "inconclusive within the budget: never accepted",
+        cause, why = {
+            WORSE: (NOT_IMPROVED, "the candidate is slower"),
+            NO_CHANGE: (WITHIN_NOISE, "no change past the noise floor"),
+            INCONCLUSIVE: (INCONCLUSIVE_GAIN, "inconclusive within the budget: never accepted"),
         }[agg.call]
-        return verdict(ROLLED_BACK, [why])
+        return verdict(ROLLED_BACK, cause, [why])
     core = 1.0 - limits.core_regression_pct / 100.0
     regressed = {s: e for s, e in judgement.shapes.items() if e.call == WORSE and e.ratio <= core}
     unsure = {
@@ -161,18 +228,21 @@ def interleaved_verdict(
     traded = {s: e for s, e in judgement.shapes.items() if e.call == WORSE and e.ratio > core}
     if regressed:
         return verdict(
-            ROLLED_BACK, [f"core shape down ≥{limits.core_regression_pct:g}%: {_list(regressed)}"]
+            ROLLED_BACK,
+            CORE_REGRESSION,
+            [f"core shape down ≥{limits.core_regression_pct:g}%: {_list(regressed)}"],
         )
     if unsure:
         return verdict(
             ROLLED_BACK,
+            CORE_REGRESSION,
             [f"cannot rule out a ≥{limits.core_regression_pct:g}% drop: {_list(unsure)}"],
         )
     if traded:
         return verdict(
-            ACCEPTED_TRADEOFF, [f"trade-off, shapes significantly down: {_list(traded)}"]
+            ACCEPTED_TRADEOFF, TRADE_OFF, [f"trade-off, shapes significantly down: {_list(traded)}"]
         )
-    return verdict(ACCEPTED, ["no shape significantly down"])
+    return verdict(ACCEPTED, IMPROVED, ["no shape significantly down"])
 
 
 def _pct(ratio: float) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from kgit.measure.correctness import poisoned_allocations, reference_dtype, snr_db
-from kgit.measure.timing import Timing, time_fn
+from kgit.measure.timing import Timing, once_per_shape, time_fn
 
 Op = Callable[..., torch.Tensor]
 MakeInputs = Callable[[], list[torch.Tensor]]
@@ -40,7 +40,12 @@ def _leaves(inputs: Sequence[torch.Tensor], dtype: torch.dtype | None = None) ->
 
 def forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> list[float]:
     """SNR (dB) of the output, then of each input's gradient, against `reference` run in the
-    device's reference precision on the same values and the same output gradient."""
+    device's reference precision on the same values and the same output gradient. A measuring
+    worker checks each shape once: its later blocks time the same kernel."""
+    return once_per_shape(lambda: _forward_backward_snr(op, reference, inputs))
+
+
+def _forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> list[float]:
     leaves = _leaves(inputs)
     with poisoned_allocations():
         out = op(*leaves)

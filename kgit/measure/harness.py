@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -22,6 +23,8 @@ import torch
 
 from kgit.measure.report import Row, fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import Shape, ShapeError, load_shapes, validate_shapes
+from kgit.measure.timing import block_mode
+from kgit.records.protocol import FIRST_BLOCK_ENV, WORKER_ENV, ready_line, reply_line
 from kgit.records.schema import PASS
 
 EXIT_ALL_PASS = 0
@@ -118,20 +121,20 @@ def run_harness(
     argv: Sequence[str] | None = None,
     description: str = "kgit quick harness",
 ) -> int:
-    """Run every shape, write the CSV, print the summary; return the exit code."""
+    """Run every shape, write the CSV, print the summary; return the exit code. Started by kgit
+    as a measuring worker (`KGIT_WORKER=1`), it then stays up and answers block requests
+    (kgit/records/protocol.py): the kernels are imported, compiled and tuned once per side."""
     args = _parse(argv, description)
+    worker = os.environ.get(WORKER_ENV) == "1"
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     settings = Settings(device=device, repeats=args.repeats)
     try:
         shapes = (
             load_shapes(args.shapes) if args.shapes else validate_shapes(default_shapes(device))
         )
-        rows = []
-        for index, shape in enumerate(shapes, start=1):
-            start = time.perf_counter()
-            row = _bench_safely(bench_one_shape, shape, settings, columns)
-            rows.append(row)
-            print(_progress(index, len(shapes), row, time.perf_counter() - start), flush=True)
+        first_block = os.environ.get(FIRST_BLOCK_ENV) if worker else None
+        block_ms = float(first_block) if first_block else None
+        rows = _bench_all(bench_one_shape, shapes, settings, columns, block_ms=block_ms)
         write_summary_csv(args.summary_csv, columns, rows)
     except (CannotRun, ShapeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -144,4 +147,50 @@ def run_harness(
     print(
         f"passed: {passed}\nfailed: {len(rows) - passed}\nall_pass: {str(passed == len(rows)).lower()}"
     )
-    return EXIT_ALL_PASS if passed == len(rows) else EXIT_SOME_FAIL
+    code = EXIT_ALL_PASS if passed == len(rows) else EXIT_SOME_FAIL
+    if worker:
+        return _serve(bench_one_shape, columns, settings, code)
+    return code
+
+
+def _bench_all(
+    bench: BenchOneShape,
+    shapes: list[Shape],
+    settings: Settings,
+    columns: Sequence[str],
+    *,
+    block_ms: float | None = None,
+    progress: bool = True,
+) -> list[Row]:
+    """One row per shape; with BLOCK_MS, each shape timed in block mode (a worker's blocks: each
+    time_fn call site keeps its inputs, warm state and graph from one block to the next)."""
+    rows = []
+    for index, shape in enumerate(shapes, start=1):
+        start = time.perf_counter()
+        if block_ms is None:
+            row = _bench_safely(bench, shape, settings, columns)
+        else:
+            with block_mode(block_ms, shape["label"]):
+                row = _bench_safely(bench, shape, settings, columns)
+        rows.append(row)
+        if progress:
+            print(_progress(index, len(shapes), row, time.perf_counter() - start), flush=True)
+    return rows
+
+
+def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, code: int) -> int:
+    """The worker loop: one JSON request a line on stdin, one marker line back on stdout."""
+    print("\n" + ready_line(code), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        if request.get("cmd") != "block":
+            break  # "exit", or a request this version does not know: stop cleanly
+        shapes = load_shapes(request["shapes"])
+        block_ms = float(request["block_ms"])
+        rows = _bench_all(bench, shapes, settings, columns, block_ms=block_ms, progress=False)
+        write_summary_csv(request["summary_csv"], columns, rows)
+        failed = any(row["Check"] != PASS for row in rows)
+        print("\n" + reply_line(int(request["id"]), int(failed)), flush=True)
+    return code

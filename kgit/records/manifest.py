@@ -56,6 +56,10 @@ _INTERLEAVED_SCHEMA: dict[str, Any] = {
         "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
         "min_effect_pct": {"type": "number", "minimum": 0, "maximum": 100},
         "calibration_pairs": {"type": "integer", "minimum": 2, "maximum": 100},
+        "block_ms": {"type": "number", "minimum": 1, "maximum": 1000},
+        "min_quads": {"type": "integer", "minimum": 3, "maximum": 200},
+        "max_quads": {"type": "integer", "minimum": 3, "maximum": 500},
+        "calibration_quads": {"type": "integer", "minimum": 3, "maximum": 200},
     },
 }
 
@@ -112,7 +116,7 @@ _HINTS = {
     "decision_policy": "`seed` (the seed's mechanical rule) or `interleaved` (A/B pairs, "
     "confidence intervals, calibrated noise floors)",
     "interleaved": "keys: min_pairs, max_pairs, budget_s, confidence, min_effect_pct, "
-    "calibration_pairs",
+    "calibration_pairs, block_ms, min_quads, max_quads, calibration_quads",
 }
 
 
@@ -129,14 +133,21 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Interleaved:
-    """Settings of `decision_policy: interleaved` (kgit/judge/stats.py)."""
+    """Settings of `decision_policy: interleaved` (kgit/engine/validation.py, kgit/judge/stats.py).
+
+    With measuring workers (a harness built on kgit.measure) a pair is one A,B,B,A quad of
+    blocks of `block_ms` per shape; with a plain harness, one A/B pair of whole passes."""
 
     min_pairs: int = 4
     max_pairs: int = 8
     budget_s: float = 900.0  # sampling stops here even when the verdict is still unclear
     confidence: float = 0.99
-    min_effect_pct: float = 1.0  # no shape's noise floor is set below this
+    min_effect_pct: float = 0.5  # no shape's noise floor is set below this
     calibration_pairs: int = 4  # A/A pairs at baseline
+    block_ms: float = 25.0
+    min_quads: int = 8
+    max_quads: int = 32
+    calibration_quads: int = 12
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,10 @@ class RoundNote:
     rollback_reason: str | None = None
     harness_tail: str | None = None
     fingerprint: dict[str, str] = field(default_factory=dict)  # GPU, driver, CUDA, torch, triton
-    statistics: dict[str, Any] = field(default_factory=dict)  # interleaved A/B evidence
+    statistics: dict[str, Any] = field(default_factory=dict)  # the judged estimates, per shape
+    tree: str | None = None  # the tree the verdict is about: accept refuses any other tree
+    cause: str | None = None  # why the decision (kgit/judge/verdict.py), for code and agents
+    evidence: dict[str, Any] = field(default_factory=dict)  # kgit/records/evidence.py
 
     def to_text(self) -> str:
         data = _compact({"kgit": "round", **asdict(self)})

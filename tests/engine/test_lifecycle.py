@@ -185,7 +185,7 @@ def test_small_gains_are_re_measured_under_the_noise_rule(campaign: Path) -> Non
     assert data["decision"] == "ACCEPTED"  # type: ignore[index]
     assert any("holds under re-measure" in r for r in data["reasons"])  # type: ignore[index, union-attr]
     record = git(repo, "ls-tree", "-r", "--name-only", "refs/kgit/c1/campaign")
-    assert "runs/round-2/run-3.csv" in record
+    assert "runs/round-2/validation-1/run-3.csv" in record
 
 
 def test_max_iterations_stops_new_rounds(kernel_repo: Path) -> None:

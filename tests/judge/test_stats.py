@@ -100,3 +100,12 @@ def test_inconclusive_is_never_accepted() -> None:
 )
 def test_estimate_calls(values: list[float], call: str) -> None:
     assert estimate(values, floor=0.01, confidence=0.99).call == call
+
+
+def test_a_steady_difference_between_two_processes_raises_the_floor() -> None:
+    # A/A quads whose spread is tiny but whose mean is 0.7% off: the floor covers twice that.
+    steady = [Pair({"s": 100.0}, {"s": 100.7 * (1 + 0.0005 * (-1) ** k)}) for k in range(12)]
+    floor = calibrate_floors(steady, ["s"], min_effect_pct=0.5)["s"]
+    assert 0.0139 < floor < 0.0141
+    centred = [Pair({"s": 100.0}, {"s": 100.0 * (1 + 0.0005 * (-1) ** k)}) for k in range(12)]
+    assert calibrate_floors(centred, ["s"], min_effect_pct=0.5)["s"] == 0.005

@@ -126,3 +126,100 @@ def test_the_lead_follows_timed_calls_that_cost_the_host_more_than_the_warm_up()
     assert timing.method.endswith("+lead")
     assert timing.host_bound_samples <= 64, timing.host_bound_samples
     assert timing.median_ms < 0.1, f"timed the host: median {timing.median_ms:.3f} ms"
+
+
+def test_block_mode_keeps_a_call_sites_inputs_and_times_one_block() -> None:
+    from kgit.measure.timing import block_mode, once_per_shape
+
+    made, checks = 0, 0
+
+    def make() -> torch.Tensor:
+        nonlocal made
+        made += 1
+        return torch.zeros(1)
+
+    def check() -> float:
+        nonlocal checks
+        checks += 1
+        return 42.0
+
+    def sleepy(_: torch.Tensor) -> None:
+        time.sleep(0.001)
+
+    for _ in range(3):
+        with block_mode(20.0, "shape-a"):
+            assert once_per_shape(check) == 42.0
+            timing = time_fn(make, sleepy)
+        assert timing.method == "block-perf_counter" and len(timing.samples) == 1
+        assert 0.9 < timing.median_ms < 5.0
+    made_after_first_block = made
+    with block_mode(20.0, "shape-a"):
+        once_per_shape(check)
+        time_fn(make, sleepy)
+    assert checks == 1, "the check ran again on a later block of the same shape"
+    assert made == made_after_first_block, "a later block built new inputs"
+    with block_mode(20.0, "shape-b"):
+        once_per_shape(check)
+    assert checks == 2  # another shape is checked on its own
+
+
+def test_a_block_lasts_about_the_asked_time() -> None:
+    from kgit.measure.timing import block_mode
+
+    with block_mode(30.0, "sized"):
+        time_fn(lambda: torch.zeros(1), lambda _: time.sleep(0.002))  # prepares and estimates
+    start = time.perf_counter()
+    with block_mode(30.0, "sized"):
+        time_fn(lambda: torch.zeros(1), lambda _: time.sleep(0.002))
+    assert 0.015 < time.perf_counter() - start < 0.2
+
+
+@pytest.mark.gpu
+def test_a_cuda_block_replays_a_graph_of_forward_and_backward() -> None:
+    from kgit.measure.fwdbwd import time_backward, time_forward
+    from kgit.measure.timing import block_mode
+
+    def make() -> list[torch.Tensor]:
+        return [torch.randn(2048, 2048, device="cuda"), torch.randn(2048, 2048, device="cuda")]
+
+    plain = time_forward(torch.matmul, make, repeats=50, warmup_ms=100.0)
+    with block_mode(25.0, "gemm-2048"):
+        fwd = time_forward(torch.matmul, make, repeats=50, warmup_ms=100.0)
+        bwd = time_backward(torch.matmul, make, repeats=50, warmup_ms=100.0)
+    assert fwd.method == "block-cuda-graph" and bwd.method == "block-cuda-graph"
+    # No L2 flush inside a block: at most a little faster than the flushed plain figure.
+    assert 0.5 * plain.median_ms < fwd.median_ms < 1.2 * plain.median_ms
+    assert 1.2 * fwd.median_ms < bwd.median_ms < 4.0 * fwd.median_ms
+
+
+@pytest.mark.gpu
+def test_blocks_see_a_planted_three_percent_delay() -> None:
+    # The verdict check's planted change, in one process: A,B,B,A blocks of a 4096^3 bf16 matmul
+    # with and without a GPU sleep of 3% of its time after it.
+    from kgit.measure.timing import block_mode
+
+    def make() -> list[torch.Tensor]:
+        return [torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+
+    with block_mode(25.0, "probe"):
+        base_ms = time_fn(make, lambda p: p[0] @ p[1]).median_ms
+    cycles = int(0.03 * base_ms * 1_700_000)
+
+    def slowed(p: list[torch.Tensor]) -> None:
+        p[0] @ p[1]
+        torch.cuda._sleep(cycles)
+
+    ratios = []
+    for _ in range(8):
+        times = {}
+        for name, fn in (
+            ("a", lambda p: p[0] @ p[1]),
+            ("b", slowed),
+            ("b2", slowed),
+            ("a2", lambda p: p[0] @ p[1]),
+        ):
+            with block_mode(25.0, name.rstrip("2")):
+                times[name] = time_fn(make, fn).median_ms
+        ratios.append((times["b"] + times["b2"]) / (times["a"] + times["a2"]))
+    mean = sum(ratios) / len(ratios)
+    assert 1.015 < mean < 1.06, ratios

@@ -65,6 +65,24 @@ round_note = st.builds(
     harness_tail=maybe(text),
     fingerprint=st.dictionaries(text, text, max_size=3),
     statistics=st.dictionaries(text, st.one_of(number, text, st.lists(number, max_size=2))),
+    tree=maybe(sha),
+    cause=maybe(text),
+    evidence=st.fixed_dictionaries(
+        {
+            "policy": st.sampled_from(["seed", "interleaved"]),
+            "runs": st.lists(st.dictionaries(text, number, max_size=3), max_size=2),
+            "pairs": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "a": st.dictionaries(text, number, max_size=2),
+                        "b": st.dictionaries(text, number, max_size=2),
+                    }
+                ),
+                max_size=2,
+            ),
+        }
+    )
+    | st.just({}),
 )
 
 

@@ -1,0 +1,370 @@
+"""Verdicts you can trust, at what cost: kgit's interleaved policy against planted changes, through
+the CLI, process start included; the seed policy's wall time measured in the same call.
+
+    python3 bench/verdict_check.py --kernel gemm --aa 12 --slow 8 --fast 8 --seed 3
+
+One throwaway repository per kernel (the bundled example: the GEMM or the RMSNorm), a campaign
+under `decision_policy: interleaved` whose baseline kernel carries a planted delay of PCT (3%) of
+its measured time on each representative shape. Then rounds, in turns, each a real
+`kgit round start` / edit / `git commit` / `kgit round validate --json` / `kgit round rollback`:
+
+  aa    a comment changes (a new tree, the same kernel): any change called is a false claim;
+  slow  one more delay of PCT on one shape: found when that shape is called worse and the round
+        is rolled back;
+  fast  the planted delays removed: a PCT speedup on every representative shape, found when
+        the round is accepted.
+
+A delay is a GPU sleep (`torch.cuda._sleep`) after the op's forward, of PCT of the shape's
+forward (RMSNorm: Forward GB/s) or forward+backward (GEMM: Combined Step TFLOPS) time in the
+baseline's CSV. It counts SM cycles, so it follows the clock as the kernel does; the change each
+verdict estimated is printed, so the size actually planted can be read off the table.
+
+`--seed N` then starts a second campaign under `decision_policy: seed` on the same repository and
+times N A/A validations, for the wall-time comparison. The table is printed last; the rows also
+go to $OUT/verdict_check.json when OUT is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from kgit.demo import GEMM, RMSNORM, DemoKernel  # noqa: E402
+from kgit.gitdoor import clean_env  # noqa: E402
+from kgit.resources import examples_dir  # noqa: E402
+
+KERNELS = {"gemm": GEMM, "rmsnorm": RMSNORM}
+OP_FUNCTION = {"gemm": ("matmul", "(a.shape[-2], b.shape[-1])"), "rmsnorm": ("rmsnorm", "a.shape")}
+# SM cycles per ms assumed for the delay: the H200 under load runs ~1.5-1.9 GHz.
+CYCLES_PER_MS = 1_700_000
+
+PLANT = """
+
+# --- verdict_check: planted delays (cycles of GPU sleep after the forward, by shape) ---
+PLANTED = {planted!r}
+_unplanted = {name}
+
+
+def {name}(a, b):  # noqa: F811
+    out = _unplanted(a, b)
+    cycles = PLANTED.get(str(tuple({key})))
+    if cycles and a.is_cuda:
+        torch.cuda._sleep(cycles)
+    return out
+"""
+
+
+def sh(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(args, cwd=cwd, env=clean_env(), text=True, capture_output=True)
+    if check and proc.returncode != 0:
+        sys.exit(f"`{shlex.join(args)}` exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def kgit(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return sh(sys.executable, "-m", "kgit", *args, cwd=repo, check=check)
+
+
+class Campaign:
+    def __init__(self, kernel: DemoKernel, root: Path, shapes: list[dict[str, Any]]) -> None:
+        self.kernel, self.root, self.shapes = kernel, root, shapes
+        self.source = (root / kernel.kernel_file).read_text()
+        self.name = ""
+        self.planted: dict[str, int] = {}
+
+    def write_kernel(self, planted: dict[str, int], comment: str = "") -> None:
+        name, key = OP_FUNCTION[self.kernel.op]
+        text = self.source + PLANT.format(planted=planted, name=name, key=key)
+        if comment:
+            text += f"# {comment}\n"
+        (self.root / self.kernel.kernel_file).write_text(text)
+
+    def manifest(self, policy: str, representative: list[str]) -> Path:
+        path = self.root / f"manifest-{policy}.yaml"
+        data = {
+            "target_op": self.kernel.op,
+            "target_backend": "TRITON",
+            "primary_metric": self.kernel.metric,
+            "kernel_source": [self.kernel.kernel_file],
+            # The gate is not under study here: a trivial command keeps device time for verdicts.
+            "test_command": f"{shlex.quote(sys.executable)} -c pass",
+            "quick_command": f"{shlex.quote(sys.executable)} {self.kernel.harness_file}",
+            "timeout_s": 900,
+            "max_iterations": 119,
+            "target_shapes": self.shapes,
+            "representative_shapes": representative,
+            "decision_policy": policy,
+        }
+        path.write_text(json.dumps(data, indent=1))
+        return path
+
+    def start(self, name: str, policy: str, representative: list[str]) -> float:
+        self.name = name
+        kgit(self.root, "init", name, "-m", str(self.manifest(policy, representative)))
+        start = time.monotonic()
+        result = kgit(self.root, "-c", name, "-q", "baseline", "--json")
+        return time.monotonic() - start if result.returncode == 0 else float("nan")
+
+    def times_ms(self) -> dict[str, float]:
+        """Per shape, the time the primary metric is computed from, from the baseline's CSV."""
+        csv = sh(
+            "git",
+            "notes",
+            f"--ref=refs/notes/kgit/{self.name}/bench",
+            "show",
+            f"kgit/{self.name}/best",
+            cwd=self.root,
+        ).stdout
+        import csv as csvlib
+
+        rows = list(csvlib.DictReader(csv.splitlines()))
+        step = self.kernel.metric.startswith("Combined")
+        return {
+            r["label"]: float(r["Forward Time (ms)"])
+            + (float(r["Backward Time (ms)"]) if step else 0)
+            for r in rows
+        }
+
+    def round(self, hypothesis: str, planted: dict[str, int], comment: str) -> dict[str, Any]:
+        kgit(self.root, "-c", self.name, "round", "start", hypothesis)
+        self.write_kernel(planted, comment)
+        sh("git", "commit", "-qam", hypothesis, cwd=self.root)
+        start = time.monotonic()
+        result = kgit(self.root, "-c", self.name, "-q", "round", "validate", "--json", check=False)
+        seconds = time.monotonic() - start
+        kgit(self.root, "-c", self.name, "round", "rollback", "--reason", "check", check=False)
+        if result.returncode != 0:
+            return {"error": (result.stdout + result.stderr)[-2000:], "seconds": seconds}
+        data = json.loads(result.stdout)
+        shown = kgit(self.root, "-c", self.name, "show", str(data["round"]), "--json")
+        note = json.loads(shown.stdout)["note"]
+        return {"verdict": data, "statistics": note.get("statistics", {}), "seconds": seconds}
+
+
+def shape_key(shape: dict[str, Any], op: str) -> str:
+    if op == "gemm":
+        return str((shape["M"], shape["N"]))
+    return str((shape["M"], shape["N"]))
+
+
+def calls(result: dict[str, Any]) -> dict[str, str]:
+    shapes = result.get("statistics", {}).get("shapes", {})
+    return {label: e["call"] for label, e in shapes.items()}
+
+
+def summarize(kind: str, results: list[dict[str, Any]], slowed: str) -> dict[str, Any]:
+    done = [r for r in results if "verdict" in r]
+    decisions = [r["verdict"]["decision"] for r in done]
+    accepted = sum(d.startswith("ACCEPTED") for d in decisions)
+    agg = [r["statistics"].get("aggregate", {}) for r in done]
+    changes = [(e.get("ratio", 1.0) - 1) * 100 for e in agg if e]
+    row: dict[str, Any] = {
+        "condition": kind,
+        "validations": len(results),
+        "errors": len(results) - len(done),
+        "accepted": accepted,
+        "mean_s": statistics.fmean(r["seconds"] for r in results) if results else None,
+        "agg_change_pct": statistics.fmean(changes) if changes else None,
+    }
+    if kind == "aa":
+        claims = [
+            r
+            for r in done
+            if r["statistics"].get("aggregate", {}).get("call") in ("better", "worse")
+            or any(c in ("better", "worse") for c in calls(r).values())
+        ]
+        row["false_claims"] = len(claims)
+    if kind == "slow":
+        row["found"] = sum(
+            calls(r).get(slowed) == "worse" and not r["verdict"]["decision"].startswith("ACCEPTED")
+            for r in done
+        )
+        est = [
+            (r["statistics"]["shapes"][slowed]["ratio"] - 1) * 100
+            for r in done
+            if slowed in r["statistics"].get("shapes", {})
+        ]
+        row["slowed_change_pct"] = statistics.fmean(est) if est else None
+    if kind == "fast":
+        row["found"] = accepted
+    detect = [
+        e.get("detectable_pct")
+        for r in done
+        for e in r["statistics"].get("shapes", {}).values()
+        if e.get("detectable_pct") is not None
+    ]
+    row["detectable_pct_median"] = statistics.median(detect) if detect else None
+    row["pairs_mean"] = (
+        statistics.fmean(r["statistics"].get("pairs", 0) for r in done) if done else None
+    )
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernel", choices=sorted(KERNELS), default="gemm")
+    parser.add_argument("--aa", type=int, default=10)
+    parser.add_argument("--slow", type=int, default=6)
+    parser.add_argument("--fast", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--pct", type=float, default=3.0)
+    parser.add_argument("--shapes", help="comma-separated labels to keep (default: all)")
+    parser.add_argument("--dir", type=Path)
+    args = parser.parse_args()
+
+    kernel = KERNELS[args.kernel]
+    gpu = _has_cuda()
+    shapes = kernel.gpu_shapes if gpu else kernel.cpu_shapes
+    if args.kernel == "gemm" and gpu:  # 256^3 .. 8192^3, as the issue's campaign
+        shapes = [
+            {"label": f"{m}x{m}x{m}", "M": m, "N": m, "K": m, "dtype": "bf16"}
+            for m in (256, 1024, 4096, 8192)
+        ]
+    if args.shapes:
+        keep = args.shapes.split(",")
+        shapes = [s for s in shapes if s["label"] in keep]
+    representative = (
+        [s["label"] for s in shapes][-3:] if len(shapes) > 3 else [s["label"] for s in shapes]
+    )
+    if args.kernel == "gemm" and gpu:
+        representative = ["256x256x256", "4096x4096x4096", "8192x8192x8192"]
+    root = args.dir or Path(tempfile.mkdtemp(prefix="kgit-verdicts-"))
+    root.mkdir(parents=True, exist_ok=True)
+    source = examples_dir() / kernel.folder
+    for name in (kernel.kernel_file, kernel.test_file, kernel.harness_file):
+        shutil.copy(source / name, root / name)
+    (root / ".gitignore").write_text("__pycache__/\n.pytest_cache/\nmanifest-*.yaml\n")
+    sh("git", "init", "-q", "-b", "main", cwd=root)
+    sh("git", "config", "user.name", "verdict check", cwd=root)
+    sh("git", "config", "user.email", "check@kgit.invalid", cwd=root)
+    kernel_path = root / kernel.kernel_file
+    text = kernel_path.read_text()
+    for name, value in kernel.baseline.items():  # the GEMM without its autotuner, as the demo
+        text = re.sub(rf"^{name} = \d+$", f"{name} = {value}", text, flags=re.M)
+    kernel_path.write_text(text)
+    camp = Campaign(kernel, root, shapes)
+    camp.write_kernel({})
+    sh("git", "add", ".", cwd=root)
+    sh("git", "commit", "-qm", "example kernel", cwd=root)
+
+    # Measure the unplanted kernel once to size the delays, then baseline the planted one.
+    print(f"sizing the delays on {args.kernel}: {', '.join(representative)}", flush=True)
+    camp.start("sizing", "seed", representative)
+    times = camp.times_ms()
+    keys = {s["label"]: shape_key(s, args.kernel) for s in shapes}
+    planted = {
+        keys[label]: int(times[label] * args.pct / 100 * CYCLES_PER_MS) for label in representative
+    }
+    slowed = representative[len(representative) // 2]
+    camp.write_kernel(planted)
+    sh("git", "commit", "-qam", f"planted {args.pct}% delays", cwd=root)
+    baseline_s = camp.start("verdicts", "interleaved", representative)
+    print(f"baseline with calibration: {baseline_s:.1f} s; delays {planted}", flush=True)
+
+    results: dict[str, list[dict[str, Any]]] = {"aa": [], "slow": [], "fast": []}
+    slower = dict(planted)
+    slower[keys[slowed]] = 2 * planted[keys[slowed]]
+    plan = {"aa": args.aa, "slow": args.slow, "fast": args.fast}
+    i = 0
+    while any(len(results[k]) < plan[k] for k in plan):
+        for kind in ("aa", "slow", "fast"):
+            if len(results[kind]) >= plan[kind]:
+                continue
+            i += 1
+            kernel_planted = {"aa": planted, "slow": slower, "fast": {}}[kind]
+            result = camp.round(f"{kind} {i}", kernel_planted, f"{kind} {i}")
+            results[kind].append(result)
+            if os.environ.get("OUT"):  # what was measured survives a timeout of the call
+                partial = {"kernel": args.kernel, "slowed": slowed, "results": results}
+                Path(os.environ["OUT"], f"partial_{args.kernel}.json").write_text(
+                    json.dumps(partial)
+                )
+            v = result.get("verdict", {})
+            print(
+                f"[{i}] {kind}: {v.get('decision', 'ERROR')} "
+                f"{result['statistics'].get('aggregate', {}).get('call', '') if 'statistics' in result else ''} "
+                f"calls {calls(result)} pairs {result.get('statistics', {}).get('pairs')} "
+                f"{result['seconds']:.1f} s"
+                + (f"\n{result['error']}" if "error" in result else ""),
+                flush=True,
+            )
+
+    seed_results = []
+    if args.seed:
+        sh("git", "checkout", "-q", "kgit/verdicts/best", cwd=root)
+        camp.start("seed", "seed", representative)
+        for j in range(args.seed):
+            seed_results.append(camp.round(f"seed aa {j}", planted, f"seed aa {j}"))
+            print(
+                f"[seed {j}] {seed_results[-1].get('verdict', {}).get('decision')} "
+                f"{seed_results[-1]['seconds']:.1f} s",
+                flush=True,
+            )
+
+    rows = [summarize(kind, results[kind], slowed) for kind in ("aa", "slow", "fast")]
+    seed_s = statistics.fmean(r["seconds"] for r in seed_results) if seed_results else None
+    out = {
+        "kernel": args.kernel,
+        "gpu": gpu,
+        "pct": args.pct,
+        "slowed": slowed,
+        "rows": rows,
+        "seed_mean_s": seed_s,
+        "baseline_s": baseline_s,
+        "planted_cycles": planted,
+        "results": results,
+        "seed_results": seed_results,
+    }
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], f"verdict_check_{args.kernel}.json").write_text(
+            json.dumps(out, indent=1)
+        )
+    print(
+        f"\n{args.kernel}: planted {args.pct}% (slowed shape {slowed}); seed policy "
+        f"{seed_s if seed_s is None else round(seed_s, 1)} s per validation"
+    )
+    print(
+        "| condition | validations | errors | claims/found | accepted | est. change % | "
+        "detectable % (median) | pairs | s per validation | vs seed |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        hits = r.get("false_claims", r.get("found"))
+        ratio = f"{r['mean_s'] / seed_s:.2f}x" if seed_s and r["mean_s"] else "-"
+        change = r.get("slowed_change_pct", r["agg_change_pct"])
+        print(
+            f"| {r['condition']} | {r['validations']} | {r['errors']} | {hits} | {r['accepted']} | "
+            f"{_f(change, '+.2f')} | {_f(r['detectable_pct_median'], '.2f')} | "
+            f"{_f(r['pairs_mean'], '.1f')} | {_f(r['mean_s'], '.1f')} | {ratio} |"
+        )
+    return 0
+
+
+def _f(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

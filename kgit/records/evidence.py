@@ -1,0 +1,49 @@
+"""The evidence a verdict is computed from, stored in the round note so that a second validation
+of the same tree against the same reference adds to the first instead of replacing it (a verdict
+cannot be shopped for by validating again), and so that the verdict can be recomputed from it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kgit.records.notes import _known
+
+
+@dataclass
+class Evidence:
+    policy: str  # "seed" or "interleaved"
+    mode: str  # "worker" (blocks of a measuring worker), "pass" (whole harness passes)
+    tree: str  # the candidate's tree: evidence is about these files, not a commit's name
+    reference: str  # the commit the candidate was compared with
+    labels: list[str]
+    # The candidate's plain passes, per-shape values (PASS shapes): the seed's runs; under the
+    # interleaved policy the first pass of each validation, comparable with the baseline's.
+    runs: list[dict[str, float]] = field(default_factory=list)
+    # Interleaved: per pair (a quad of blocks, or an A/B pair of passes), per-shape values of the
+    # reference (a) and of the candidate (b).
+    pairs: list[dict[str, dict[str, float]]] = field(default_factory=list)
+    validations: int = 0
+    seconds: float = 0.0
+    block_ms: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Evidence | None:
+        if not data:
+            return None
+        return cls(**_known(cls, data))
+
+    def pools_with(
+        self, policy: str, mode: str | None, tree: str, reference: str, labels: list[str]
+    ) -> bool:
+        """Whether a new validation's runs belong to this body of evidence."""
+        return (
+            self.policy == policy
+            and (mode is None or self.mode == mode)
+            and self.tree == tree
+            and self.reference == reference
+            and self.labels == labels
+        )

@@ -1,0 +1,65 @@
+"""The measuring worker's protocol: how kgit talks to a long-lived harness process.
+
+kgit starts the harness as for a plain pass (`--summary-csv PATH --shapes PATH`) with
+`KGIT_WORKER=1` in its environment. A harness that does not know the protocol runs its pass and
+exits, and kgit goes on pass by pass. A harness that knows it runs the same first pass (every
+shape checked and timed, the CSV written), then prints one line
+
+    kgit-worker-ready: {"protocol": 1, "exit": 0}
+
+(`exit`: the code the plain pass would have returned) and answers requests, one JSON object per
+line on its standard input:
+
+    {"id": 3, "cmd": "block", "summary_csv": PATH, "shapes": PATH, "block_ms": 25.0}
+    {"id": 4, "cmd": "exit"}
+
+A `block` request measures the shapes again, each timed over about `block_ms` of device time
+(kernels already compiled, tuned and checked), and writes the same frozen CSV to PATH; the answer
+is one line `kgit-worker-reply: {"id": 3, "exit": 0}`. Anything else the harness prints is its
+log. Each marker line starts a line of its own (the worker prints a newline before it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PROTOCOL = 1
+WORKER_ENV = "KGIT_WORKER"
+# Set for the reference side: its first pass may be timed in blocks of this many ms (its plain
+# figures are not used; the kernels still get checked, compiled and tuned).
+FIRST_BLOCK_ENV = "KGIT_WORKER_FIRST_BLOCK_MS"
+READY = "kgit-worker-ready: "
+REPLY = "kgit-worker-reply: "
+
+
+def ready_line(exit_code: int) -> str:
+    return READY + json.dumps({"protocol": PROTOCOL, "exit": exit_code})
+
+
+def reply_line(request_id: int, exit_code: int) -> str:
+    return REPLY + json.dumps({"id": request_id, "exit": exit_code})
+
+
+def parse_marker(line: str) -> tuple[str, dict[str, Any]] | None:
+    """("ready" | "reply", payload) for a marker line, None for any other output."""
+    for kind, prefix in (("ready", READY), ("reply", REPLY)):
+        if line.startswith(prefix):
+            try:
+                payload = json.loads(line[len(prefix) :])
+            except ValueError:
+                return None
+            return (kind, payload) if isinstance(payload, dict) else None
+    return None
+
+
+def block_request(
+    request_id: int, summary_csv: str, shapes: str, block_ms: float
+) -> dict[str, Any]:
+    return {
+        "id": request_id,
+        "cmd": "block",
+        "summary_csv": summary_csv,
+        "shapes": shapes,
+        "block_ms": block_ms,
+    }

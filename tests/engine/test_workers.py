@@ -1,0 +1,220 @@
+"""Measuring workers through the CLI: one harness process per side, A,B,B,A blocks, and what
+happens when a worker crashes, hangs, or the harness does not speak the protocol."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commit, git, run_kgit
+
+POLICY = """\
+decision_policy: interleaved
+interleaved: {min_quads: 4, max_quads: 8, calibration_quads: 4, min_pairs: 3, max_pairs: 4, calibration_pairs: 3}
+"""
+KERNEL = "speed: {speed}\nnoise: 0.005\ntorch: 2.11\nworker\n{extra}"
+
+
+def processes_under(path: Path, running: str = "") -> list[int]:
+    """Processes whose working directory is PATH or below (a harness left behind), and whose
+    command line holds RUNNING."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if (cwd == str(path) or cwd.startswith(f"{path}/")) and running in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _campaign(repo: Path, kernel: str, policy: str = POLICY) -> Path:
+    (repo / "kernel.txt").write_text(kernel)
+    git(repo, "commit", "-qam", "kernel")
+    manifest = repo / "manifest.yaml"
+    manifest.write_text(manifest.read_text() + policy)
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    result = run_kgit("-q", "baseline", "--json")
+    assert result.code == 0, result
+    return repo
+
+
+@pytest.fixture
+def worker_campaign(kernel_repo: Path) -> Path:
+    return _campaign(kernel_repo, KERNEL.format(speed=100, extra=""))
+
+
+def _round(repo: Path, speed: float, extra: str = "") -> None:
+    assert run_kgit("round", "start", f"speed {speed}").code == 0
+    (repo / "kernel.txt").write_text(KERNEL.format(speed=speed, extra=extra))
+    assert commit(repo, f"speed {speed}").returncode == 0
+
+
+def _note(repo: Path, rev: str = "HEAD") -> str:
+    return git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "show", rev)
+
+
+def test_baseline_calibrates_in_worker_blocks(worker_campaign: Path) -> None:
+    repo = worker_campaign
+    note = _note(repo, "kgit/c1/best")
+    assert "mode: worker" in note and "calibration_pairs: 4" in note
+    state = json.loads(git(repo, "show", "refs/kgit/c1/campaign:state.json"))
+    assert set(state["noise_floors"]) == set(state["representative"])
+    assert processes_under(repo) == []  # both workers are gone
+
+
+def test_a_worker_round_is_judged_on_quads_of_blocks(worker_campaign: Path) -> None:
+    repo = worker_campaign
+    _round(repo, 103)
+    result = run_kgit("-q", "round", "validate", "--json")
+    data = result.json()
+    assert data["decision"] == "ACCEPTED", result  # type: ignore[index]
+    assert data["mode"] == "worker" and data["pairs"] >= 4  # type: ignore[index, operator]
+    assert 2 < data["delta_vs_best_pct"] < 4  # type: ignore[index, operator]
+    note = _note(repo)
+    assert "detectable_pct" in note and "block_ms: 25" in note
+    assert processes_under(repo) == []
+    assert run_kgit("round", "accept").code == 0
+
+    _round(repo, 97)
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    assert data["decision"] == "ROLLED BACK" and data["mode"] == "worker"  # type: ignore[index]
+    assert "slower" in " ".join(data["reasons"])  # type: ignore[index, arg-type]
+
+
+def test_a_harness_without_worker_mode_runs_pass_by_pass(kernel_repo: Path) -> None:
+    repo = _campaign(kernel_repo, "speed: 100\nnoise: 0.005\ntorch: 2.11\n")
+    assert run_kgit("round", "start", "faster").code == 0
+    (repo / "kernel.txt").write_text("speed: 110\nnoise: 0.005\ntorch: 2.11\n")
+    assert commit(repo, "faster").returncode == 0
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    assert data["decision"] == "ACCEPTED" and data["mode"] == "pass"  # type: ignore[index]
+    assert "mode: pass" in _note(repo)
+
+
+def test_a_worker_that_crashes_mid_request_is_an_error_and_leaves_nothing(
+    worker_campaign: Path,
+) -> None:
+    repo = worker_campaign
+    _round(repo, 110, "worker_crash_at: 2\n")
+    result = run_kgit("-q", "round", "validate")
+    assert result.code == 1 and "Traceback" not in result.err
+    assert "worker exited in the middle of a block request" in result.err
+    assert "crashing mid-request" in result.err  # its output tail is shown
+    assert "status: ERROR" in _note(repo)
+    assert processes_under(repo) == []
+    # The round stays open: a fixed commit validates.
+    (repo / "kernel.txt").write_text(KERNEL.format(speed=110, extra=""))
+    assert commit(repo, "fixed").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+
+
+def test_a_worker_that_never_answers_times_out(kernel_repo: Path) -> None:
+    manifest = kernel_repo / "manifest.yaml"
+    manifest.write_text(manifest.read_text().replace("timeout_s: 30", "timeout_s: 3"))
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra=""))
+    _round(repo, 110, "worker_hang_at: 3\n")
+    result = run_kgit("-q", "round", "validate")
+    assert result.code == 1 and "did not answer a block request within 3 s" in result.err
+    assert processes_under(repo) == []
+
+
+def test_validating_again_pools_the_evidence_instead_of_replacing_it(campaign: Path) -> None:
+    """The shopping case: on one commit, a rolled-back verdict then a second validate. Alone,
+    the second run (+5%) would be accepted; pooled with the first (-10%) it is not."""
+    repo = campaign
+    counter = repo.parent / "runs-counter"
+    assert run_kgit("round", "start", "noisy").code == 0
+    (repo / "kernel.txt").write_text(f"speeds: 90,105\ncounter: {counter}\n")
+    assert commit(repo, "noisy").returncode == 0
+    first = run_kgit("-q", "round", "validate", "--json").json()
+    assert first["decision"] == "ROLLED BACK"  # type: ignore[index]
+    second = run_kgit("-q", "round", "validate", "--json").json()
+    assert second["decision"] == "ROLLED BACK", second  # type: ignore[index]
+    assert second["validations"] == 2 and second["runs"] == 2  # type: ignore[index]
+    note = _note(repo)
+    assert "run_aggregates: [" in note and note.count("validations: 2") == 2
+    refused = run_kgit("round", "accept")
+    assert refused.code == 1 and "not accepted" in refused.err
+
+
+def test_worker_evidence_pools_across_validations(worker_campaign: Path) -> None:
+    repo = worker_campaign
+    _round(repo, 104)
+    first = run_kgit("-q", "round", "validate", "--json").json()
+    second = run_kgit("-q", "round", "validate", "--json").json()
+    assert second["validations"] == 2  # type: ignore[index]
+    assert second["pairs"] >= first["pairs"] + 2  # type: ignore[index, operator]
+    assert second["decision"] == "ACCEPTED"  # type: ignore[index]
+
+
+def test_an_amend_after_validate_is_not_accepted(campaign: Path) -> None:
+    repo = campaign
+    assert run_kgit("round", "start", "faster").code == 0
+    (repo / "kernel.txt").write_text("speed: 130\n")
+    assert commit(repo, "fast").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    (repo / "kernel.txt").write_text("speed: 80\n")
+    assert commit(repo, "slow", "--amend").returncode == 0  # notes.rewriteRef copies the note
+    refused = run_kgit("round", "accept")
+    assert refused.code == 1 and "other files than its commit" in refused.err
+    assert git(repo, "rev-parse", "kgit/c1/best") != git(repo, "rev-parse", "HEAD")
+    again = run_kgit("-q", "round", "validate", "--json").json()
+    assert again["decision"] == "ROLLED BACK" and again["validations"] == 1  # type: ignore[index]
+
+
+def test_a_forged_decision_in_the_note_is_not_accepted(campaign: Path) -> None:
+    repo = campaign
+    assert run_kgit("round", "start", "slower").code == 0
+    (repo / "kernel.txt").write_text("speed: 80\n")
+    assert commit(repo, "slow").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    forged = _note(repo).replace("decision: ROLLED BACK", "decision: ACCEPTED")
+    git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "add", "-f", "-m", forged, "HEAD")
+    refused = run_kgit("round", "accept")
+    assert refused.code == 1 and "stored evidence does not support its verdict" in refused.err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize(
+    "kernel", ["speed: 110\nhang\n", KERNEL.format(speed=110, extra="worker_hang_at: 1\n")]
+)
+def test_a_signal_during_validate_leaves_no_harness_behind(
+    worker_campaign: Path, signum: int, kernel: str
+) -> None:
+    repo = worker_campaign
+    assert run_kgit("round", "start", "interrupted").code == 0
+    (repo / "kernel.txt").write_text(kernel)
+    assert commit(repo, "interrupted").returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or "CONFIG" in k}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kgit", "-q", "round", "validate"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not processes_under(repo, "harness.py"):
+        time.sleep(0.1)
+    time.sleep(0.5)  # into the hang: the first pass, or the worker's first block
+    assert processes_under(repo, "harness.py"), "the harness never started"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted by" in err and "Traceback" not in err
+    time.sleep(0.2)
+    assert processes_under(repo) == []
+    assert run_kgit("status").code == 0
