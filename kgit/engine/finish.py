@@ -201,9 +201,7 @@ def _full_validation(
     labels = [label for label in campaign.manifest.shape_labels if label in baseline]
     say(f"full validation on all {len(labels)} active target shapes against the baseline")
     repo = campaign.repo
-    target = Target(
-        repo.tree_of(best), repo.root, campaign.state.base, baseline, labels, "baseline"
-    )
+    target = Target(best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline")
     try:
         outcome = validate(campaign, target, None, say, echo=echo)
     except HarnessError as exc:

@@ -212,7 +212,7 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         verdict = protected_verdict(changed)
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         return _record(campaign, tip, note, [], say)
-    target = Target(tree, campaign.repo.root, best_tip, best, labels, "best")
+    target = Target(tip, tree, best_tip, best, labels, "best")
     try:
         outcome = validate(campaign, target, prior, say, echo=echo)
     except HarnessError as exc:

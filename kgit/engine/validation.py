@@ -27,7 +27,7 @@ from typing import Any
 from kgit.engine.measure import HarnessError, Measurement, Say, check_fingerprint, measure
 from kgit.engine.store import Campaign
 from kgit.engine.workers import Side, start_side
-from kgit.engine.worktree import best_tree
+from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
 from kgit.judge.scoring import Score, geomean
 from kgit.judge.stats import ABJudgement, Estimate, Pair, calibrate_floors, judge_pairs
@@ -45,11 +45,12 @@ from kgit.records.notes import ROLLED_BACK, RoundNote
 
 @dataclass(frozen=True)
 class Target:
-    """What a validation compares: the candidate's tree (checked out at CANDIDATE_PATH) and the
-    reference commit with its stored per-shape values, on LABELS."""
+    """What a validation compares: the candidate commit (its tree names the evidence) and the
+    reference commit with its stored per-shape values, on LABELS. Each is measured from a work
+    tree of kgit's own holding that commit's files only (kgit/engine/worktree.py)."""
 
+    candidate: str
     candidate_tree: str
-    candidate_path: Path
     reference: str
     reference_values: dict[str, float]
     labels: list[str]
@@ -80,9 +81,10 @@ def validate(
             f"pooling with {prior.validations} earlier validation(s) of this tree "
             f"({len(prior.runs)} run(s), {len(prior.pairs)} pair(s))"
         )
+    path = measuring_tree(campaign, target.candidate, "candidate", say, echo=echo)
     if policy == "interleaved":
-        return _interleaved(campaign, target, prior, say, echo=echo)
-    return _seed(campaign, target, prior, say, echo=echo)
+        return _interleaved(campaign, target, path, prior, say, echo=echo)
+    return _seed(campaign, target, path, prior, say, echo=echo)
 
 
 def _evidence(target: Target, policy: str, mode: str, prior: Evidence | None) -> Evidence:
@@ -101,7 +103,7 @@ def _scores(runs: list[dict[str, float]], labels: list[str]) -> list[Score]:
 
 
 def _seed(
-    campaign: Campaign, target: Target, prior: Evidence | None, say: Say, *, echo: bool
+    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say, *, echo: bool
 ) -> Outcome:
     """The seed's rule: the candidate's runs against the stored values, re-measured in the band."""
     frozen = tuple(campaign.state.frozen_header or ())
@@ -112,7 +114,7 @@ def _seed(
     start = time.monotonic()
     new_runs = 0
     while True:
-        run = measure(campaign, shapes, frozen, say, echo=echo, tree=target.candidate_path)
+        run = measure(campaign, shapes, frozen, say, echo=echo, tree=path)
         check_fingerprint(campaign.state.fingerprint, run.fingerprint)
         outcome.passes.append(run)
         new_runs += 1
@@ -158,12 +160,12 @@ def _floors(campaign: Campaign, labels: list[str], versus: str) -> dict[str, flo
 
 
 def _interleaved(
-    campaign: Campaign, target: Target, prior: Evidence | None, say: Say, *, echo: bool
+    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say, *, echo: bool
 ) -> Outcome:
     floors = _floors(campaign, target.labels, target.versus)
     shapes = campaign.manifest.shapes_for(target.labels)
     frozen = tuple(campaign.state.frozen_header or ())
-    reference_tree = best_tree(campaign, target.reference, say, echo=echo)
+    reference_tree = measuring_tree(campaign, target.reference, "reference", say, echo=echo)
     sides: list[Side] = []
     start = time.monotonic()
     evidence: Evidence | None = None
@@ -176,7 +178,7 @@ def _interleaved(
         b = start_side(
             campaign,
             "B",
-            target.candidate_path,
+            path,
             shapes,
             frozen,
             say,
@@ -329,6 +331,8 @@ def statistics_dict(outcome: Outcome) -> dict[str, Any]:
     data: dict[str, Any] = {
         "policy": evidence.policy,
         "mode": evidence.mode,
+        # Where the harness ran: kgit's work trees, each holding one commit's files only.
+        "ran_in": ".git/kgit/worktrees/<campaign>/{candidate,reference}",
         "validations": evidence.validations,
         "seconds": evidence.seconds,
         "runs": len(evidence.runs),
@@ -362,20 +366,20 @@ def baseline_pass(
     the A/A calibration of the representative shapes that PICK(first pass) returns (active ones),
     B against the same commit in kgit's own work tree, sampled as a round is."""
     manifest = campaign.manifest
+    candidate = measuring_tree(campaign, commit, "candidate", say, echo=echo)
     if manifest.decision_policy != "interleaved":
-        return Calibrated(measure(campaign, manifest.target_shapes, None, say, echo=echo), {}, {})
+        first = measure(campaign, manifest.target_shapes, None, say, echo=echo, tree=candidate)
+        return Calibrated(first, {}, {})
     sides: list[Side] = []
     try:
-        b = start_side(
-            campaign, "B", campaign.repo.root, manifest.target_shapes, None, say, echo=echo
-        )
+        b = start_side(campaign, "B", candidate, manifest.target_shapes, None, say, echo=echo)
         sides.append(b)
         labels = [label for label in pick(b.first) if label not in b.first.score.failing]
         if not labels:
             return Calibrated(b.first, {}, {})
         frozen = tuple(b.first.table.header)
         shapes = manifest.shapes_for(labels)
-        tree = best_tree(campaign, commit, say, echo=echo)
+        tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
         block_ms = manifest.interleaved.block_ms if b.mode == "worker" else None
         a = start_side(campaign, "A", tree, shapes, frozen, say, echo=echo, first_block_ms=block_ms)
         sides.append(a)

@@ -1,6 +1,8 @@
-"""The reference's work tree: kgit keeps the commit an A/B validation compares with (the best
-line's tip, or the baseline for `kgit finish`) checked out in a work tree of its own,
-`.git/kgit/worktrees/<campaign>/best`, rebuilt when the manifest has a rebuild step."""
+"""Where harnesses run: each side of a validation in a work tree of kgit's own,
+`.git/kgit/worktrees/<campaign>/<side>`, holding exactly one commit's files. Nothing untracked or
+ignored in the user's work tree reaches a measurement (a `sitecustomize.py` that rewrites the CSV
+at exit, a stale build); the reference (the best line's tip, or the baseline for `kgit finish`)
+and the candidate are set up alike, and rebuilt when the manifest has a rebuild step."""
 
 from __future__ import annotations
 
@@ -13,24 +15,29 @@ from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 
 
-def best_tree(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> Path:
-    """The best line's tip in kgit's own work tree (created or moved there; rebuilt if needed)."""
+def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo: bool) -> Path:
+    """COMMIT checked out alone in kgit's work tree for SIDE ("reference" or "candidate").
+
+    Moving to another commit removes every untracked and ignored file (`git clean -ffdx`); on
+    the same commit, ignored files (build outputs) stay and untracked ones go. The rebuild step
+    runs whenever the tree holds a commit it was not built for."""
     repo = campaign.repo
-    path = repo.kgit_dir() / "worktrees" / campaign.name / "best"
+    folder = repo.kgit_dir() / "worktrees" / campaign.name
+    path, marker = folder / side, folder / f"{side}.built"
     if (path / ".git").exists():
         tree = open_repo(path)
+        moved = tree.rev_parse("HEAD") != commit
         tree.git("checkout", "-q", "-f", "--detach", commit)
-        tree.git("clean", "-q", "-f", "-d")
+        tree.git("clean", "-q", "-ffdx" if moved else "-ffd")
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         repo.git("worktree", "prune")
         repo.git("worktree", "add", "-q", "-f", "--detach", str(path), commit)
     command = campaign.manifest.rebuild_command
-    marker = path / ".git-kgit-built"
     if command and (not marker.exists() or marker.read_text() != commit):
-        say(f"rebuild (best line work tree): `{command}`")
+        say(f"rebuild ({side} work tree): `{command}`")
         result = run_command(command, path, campaign.manifest.timeout_s, echo=echo)
         if not result.ok:
-            raise KgitError("the rebuild failed in the best line's work tree", details=result.tail)
+            raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
         marker.write_text(commit)
     return path

@@ -32,7 +32,9 @@ def test_baseline_calibrates_noise_floors_and_records_the_environment(ab_campaig
     assert set(state["noise_floors"]) == set(state["representative"])
     assert all(0.005 <= f < 0.2 for f in state["noise_floors"].values())  # min_effect_pct 0.5
     assert state["fingerprint"] == {"gpu": "FakeGPU", "torch": "2.11"}
-    assert (ab_campaign / ".git" / "kgit" / "worktrees" / "c1" / "best" / "kernel.txt").exists()
+    assert (
+        ab_campaign / ".git" / "kgit" / "worktrees" / "c1" / "reference" / "kernel.txt"
+    ).exists()
 
 
 def test_a_real_gain_is_accepted_and_a_loss_rolled_back(ab_campaign: Path) -> None:

@@ -218,3 +218,36 @@ def test_a_signal_during_validate_leaves_no_harness_behind(
     time.sleep(0.2)
     assert processes_under(repo) == []
     assert run_kgit("status").code == 0
+
+
+SITECUSTOMIZE = """\
+import atexit, sys
+from pathlib import Path
+
+def _double():
+    args = sys.argv
+    if "--summary-csv" not in args:
+        return
+    path = Path(args[args.index("--summary-csv") + 1])
+    lines = path.read_text().splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        cells = line.split(",")
+        cells[6] = str(float(cells[6]) * 2)  # Forward TFLOPS
+        out.append(",".join(cells))
+    path.write_text("\\n".join(out) + "\\n")
+
+atexit.register(_double)
+"""
+
+
+def test_an_ignored_sitecustomize_in_the_work_tree_cannot_fake_the_numbers(campaign: Path) -> None:
+    repo = campaign
+    (repo / ".git" / "info" / "exclude").write_text("sitecustomize.py\n")
+    assert run_kgit("round", "start", "20% slower").code == 0
+    (repo / "kernel.txt").write_text("speed: 80\n")
+    assert commit(repo, "slower").returncode == 0
+    (repo / "sitecustomize.py").write_text(SITECUSTOMIZE)  # ignored: no commit, no diff
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    assert data["decision"] == "ROLLED BACK", data  # type: ignore[index]
+    assert data["delta_vs_best_pct"] < -15  # type: ignore[index, operator]
