@@ -19,8 +19,8 @@ forward (RMSNorm: Forward GB/s) or forward+backward (GEMM: Combined Step TFLOPS)
 baseline's CSV. It counts SM cycles, so it follows the clock as the kernel does; the change each
 verdict estimated is printed, so the size actually planted can be read off the table.
 
-`--seed N` then starts a second campaign under `decision_policy: seed` on the same repository and
-times N A/A validations, for the wall-time comparison. The table is printed last; the rows also
+`--seed N` first times N A/A validations under `decision_policy: seed` (the campaign that sizes
+the delays), for the wall-time comparison. The table is printed last; the rows also
 go to $OUT/verdict_check.json when OUT is set.
 """
 
@@ -265,6 +265,12 @@ def main() -> int:
     print(f"sizing the delays on {args.kernel}: {', '.join(representative)}", flush=True)
     camp.start("sizing", "seed", representative)
     times = camp.times_ms()
+    # The seed policy's wall time, on the same machine and kernel: A/A rounds of this campaign.
+    seed_results = []
+    for j in range(args.seed):
+        seed_results.append(camp.round(f"seed aa {j}", {}, f"seed aa {j}"))
+        decision = seed_results[-1].get("verdict", {}).get("decision")
+        print(f"[seed {j}] {decision} {seed_results[-1]['seconds']:.1f} s", flush=True)
     keys = {s["label"]: shape_key(s, args.kernel) for s in shapes}
     planted = {
         keys[label]: int(times[label] * args.pct / 100 * CYCLES_PER_MS) for label in representative
@@ -289,7 +295,12 @@ def main() -> int:
             result = camp.round(f"{kind} {i}", kernel_planted, f"{kind} {i}")
             results[kind].append(result)
             if os.environ.get("OUT"):  # what was measured survives a timeout of the call
-                partial = {"kernel": args.kernel, "slowed": slowed, "results": results}
+                partial = {
+                    "kernel": args.kernel,
+                    "slowed": slowed,
+                    "results": results,
+                    "seed": seed_results,
+                }
                 Path(os.environ["OUT"], f"partial_{args.kernel}.json").write_text(
                     json.dumps(partial)
                 )
@@ -300,18 +311,6 @@ def main() -> int:
                 f"calls {calls(result)} pairs {result.get('statistics', {}).get('pairs')} "
                 f"{result['seconds']:.1f} s"
                 + (f"\n{result['error']}" if "error" in result else ""),
-                flush=True,
-            )
-
-    seed_results = []
-    if args.seed:
-        sh("git", "checkout", "-q", "kgit/verdicts/best", cwd=root)
-        camp.start("seed", "seed", representative)
-        for j in range(args.seed):
-            seed_results.append(camp.round(f"seed aa {j}", planted, f"seed aa {j}"))
-            print(
-                f"[seed {j}] {seed_results[-1].get('verdict', {}).get('decision')} "
-                f"{seed_results[-1]['seconds']:.1f} s",
                 flush=True,
             )
 
