@@ -18,7 +18,6 @@ Checks 1-3 run before anything is written; any failure refuses with every reason
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +29,7 @@ from kgit.engine.store import Campaign, now
 from kgit.engine.validation import Target, validate
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
+from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
 
@@ -130,15 +130,6 @@ def _require_finishable(campaign: Campaign) -> None:
 
 
 # -- 1. the diff holds only the kernel ------------------------------------------------------------
-
-
-def in_kernel_source(path: str, sources: Sequence[str]) -> bool:
-    """PATH is one of SOURCES, under one of them (a folder), or matches one (a glob)."""
-    for source in sources:
-        folder = source.rstrip("/") + "/"
-        if path == source or path.startswith(folder) or fnmatch.fnmatchcase(path, source):
-            return True
-    return False
 
 
 def _check_scope(

@@ -17,8 +17,9 @@ from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
 from kgit.engine.validation import Outcome, Target, rejudge, statistics_dict, validate
 from kgit.errors import KgitError, UsageError
+from kgit.judge.scope import outside_kernel_source
 from kgit.judge.scoring import diagnostics, geomean, pct
-from kgit.judge.verdict import CORRECTNESS, protected_verdict
+from kgit.judge.verdict import CORRECTNESS, protected_verdict, scope_verdict
 from kgit.records.evidence import Evidence
 from kgit.records.notes import (
     ACCEPTING,
@@ -208,8 +209,10 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         tree=tree,
     )
     changed = _protected_changes(campaign, tip)
-    if changed:
-        verdict = protected_verdict(changed)
+    sources = campaign.manifest.kernel_source
+    outside = outside_kernel_source(campaign.repo.changed_paths(best_tip, tip), sources)
+    if changed or outside:
+        verdict = protected_verdict(changed) if changed else scope_verdict(outside, sources)
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         return _record(campaign, tip, note, [], say)
     target = Target(tip, tree, best_tip, best, labels, "best")

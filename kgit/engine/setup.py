@@ -14,6 +14,7 @@ from kgit.engine.validation import baseline_pass
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.judge.representative import pick_representative
+from kgit.judge.scope import command_paths
 from kgit.judge.scoring import Score, diagnostics, geomean
 from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs, validate_campaign_name
@@ -164,7 +165,13 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             f"warning: shapes failing at baseline are left out of comparisons: {', '.join(inactive)}"
         )
     representative = representative_of(run)
-    protected = repo.path_blobs(base, manifest.protected_paths)
+    # The harness and the files the gate's own command names (its tests) are frozen: a round
+    # that edits the test to pass a wrong kernel is rolled back, never accepted.
+    gate_paths = [
+        p for p in command_paths(manifest.test_command) if p not in manifest.protected_paths
+    ]
+    gate_blobs = {p: b for p, b in repo.path_blobs(base, gate_paths).items() if b is not None}
+    protected = {**repo.path_blobs(base, manifest.protected_paths), **gate_blobs}
     harness_copy = {
         f"{HARNESS_DIR}/{path}": repo.read_blob(blob) for path, blob in protected.items() if blob
     }

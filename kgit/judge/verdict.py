@@ -29,6 +29,7 @@ REMEASURE = "REMEASURE"  # not a decision: the engine runs the harness again
 # Why a verdict is what it is, for code and agents (the reasons are for people).
 CORRECTNESS = "correctness"  # a shape's Check is not PASS
 PROTECTED = "protected-path"  # the round changed the harness, the gate's tests or the schema
+OUTSIDE_SCOPE = "outside-kernel-source"  # the round changed files that are not the kernel's
 NOT_MEASURED = "not-measured"  # a shape the reference has was not measured
 NOT_IMPROVED = "not-improved"  # the aggregate is not better
 WITHIN_NOISE = "within-noise"  # a gain the noise rule or the interval does not support
@@ -72,6 +73,19 @@ def correctness_verdict(failing: list[str], reference: dict[str, float]) -> Verd
     """Check is a hard gate: any shape not PASS rolls the candidate back, alone."""
     return Verdict(
         ROLLED_BACK, CORRECTNESS, ["correctness gate: " + "; ".join(failing)], {}, reference
+    )
+
+
+def scope_verdict(outside: list[str], sources: list[str]) -> Verdict:
+    """One round, one change to the kernel: files outside `kernel_source` are not measured by
+    anything and may change what the gate or the harness sees."""
+    return Verdict(
+        ROLLED_BACK,
+        OUTSIDE_SCOPE,
+        [
+            f"changed outside kernel_source ({', '.join(sources)}): {', '.join(outside)} "
+            "(declare them in kernel_source if they are part of the kernel)"
+        ],
     )
 
 

@@ -112,19 +112,48 @@ def test_finish_is_refused_when_the_suite_fails(suite_campaign: Path) -> None:
     assert "kgit/c1/final" not in git(repo, "branch", "--list", "kgit/c1/final")
 
 
-def test_finish_lists_files_outside_kernel_source(suite_campaign: Path) -> None:
+def test_a_round_that_changes_files_outside_kernel_source_is_rolled_back(
+    suite_campaign: Path,
+) -> None:
     repo = suite_campaign
-    accepted_round(repo, "tiles, and a scratch file", "speed: 120\n", extra="scratch.txt")
+    assert run_kgit("round", "start", "tiles, and a scratch file").code == 0
+    (repo / "kernel.txt").write_text("speed: 120\n")
+    (repo / "scratch.txt").write_text("scratch\n")
+    git(repo, "add", "scratch.txt")
+    assert commit(repo, "tiles").returncode == 0
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    assert data["decision"] == "ROLLED BACK"  # type: ignore[index]
+    assert "changed outside kernel_source (kernel.txt): scratch.txt" in data["reasons"][0]  # type: ignore[index]
+    assert run_kgit("round", "accept").code == 1
+
+
+def test_a_round_that_edits_the_gates_test_is_rolled_back(kernel_repo: Path) -> None:
+    """The red team's case: a buggy kernel and a test edited to ignore the bug."""
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    assert run_kgit("-q", "baseline").code == 0
+    assert run_kgit("round", "start", "skip the check").code == 0
+    (kernel_repo / "kernel.txt").write_text("speed: 150\nBUG\n")
+    check = kernel_repo / "check.py"
+    check.write_text(check.read_text().replace('if "BUG" in text:', "if False:"))
+    assert commit(kernel_repo, "faster").returncode == 0  # the edited test passes the gate
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    assert data["decision"] == "ROLLED BACK"  # type: ignore[index]
+    assert "protected path changed since baseline: check.py" in data["reasons"][0]  # type: ignore[index]
+
+
+def test_finish_lists_files_outside_kernel_source(suite_campaign: Path) -> None:
+    # Rounds cannot bring such a file (validate rolls them back); a commit made on the best line
+    # by hand can, and finish lists it before anything else.
+    repo = suite_campaign
+    accepted_round(repo, "tiles", "speed: 120\n")
+    (repo / "scratch.txt").write_text("scratch\n")
+    git(repo, "add", "scratch.txt")
+    git(repo, "commit", "-q", "-m", "a scratch file, by hand")
     refused = run_kgit("-q", "finish")
     assert refused.code == 1, refused
     assert "outside kernel_source" in refused.err and "scratch.txt" in refused.err
     assert "--allow-path scratch.txt" in refused.err
     assert run_kgit("status", "--json").json()["finished"] is False  # type: ignore[index]
-    allowed = run_kgit("-q", "finish", "--allow-path", "scratch.txt", "--json")
-    assert allowed.code == 0, allowed
-    data = allowed.json()
-    assert data["allowed_outside_kernel_source"] == ["scratch.txt"]  # type: ignore[index]
-    assert "scratch.txt" in data["report"]  # type: ignore[index]
 
 
 def test_finish_validates_every_shape_against_the_baseline(suite_campaign: Path) -> None:
