@@ -47,9 +47,17 @@ _GIT_LOCAL_ENV = (
 )
 
 
+# Kill-point testing (tests/engine/test_killpoints.py): `KGIT_TEST_KILL_AT_GIT_CALL=N` makes this
+# process die with `os._exit(137)` right before its Nth git call, `N:after` right after it, as a
+# SIGKILL or a power cut would. Read here because every git call of kgit goes through `_spawn`;
+# stripped from the environment of anything kgit spawns, so only kgit itself is armed.
+KILL_ENV = "KGIT_TEST_KILL_AT_GIT_CALL"
+_calls = 0
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for anything kgit spawns: no git variables inherited from a hook."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL_ENV and k != KILL_ENV}
     if extra:
         env.update(extra)
     return env
@@ -58,6 +66,30 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def _trace(args: Sequence[str], cwd: Path) -> None:
     if os.environ.get("KGIT_TRACE"):
         print(f"+ (cd {shlex.quote(str(cwd))} && {shlex.join(args)})", file=sys.stderr)
+
+
+def _kill_point() -> tuple[int, bool] | None:
+    armed = os.environ.get(KILL_ENV)
+    if not armed:
+        return None
+    number, _, when = armed.partition(":")
+    return int(number), when == "after"
+
+
+def _spawn(
+    cmd: Sequence[str], cwd: Path, input: bytes | None, env: Mapping[str, str]
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command: the single runner of every git call kgit makes."""
+    global _calls
+    _calls += 1
+    kill = _kill_point()
+    if kill == (_calls, False):
+        os._exit(137)
+    _trace(cmd, cwd)
+    proc = subprocess.run(list(cmd), cwd=cwd, input=input, capture_output=True, env=dict(env))
+    if kill == (_calls, True):
+        os._exit(137)
+    return proc
 
 
 @dataclass(frozen=True)
@@ -79,11 +111,9 @@ class Repo:
     ) -> subprocess.CompletedProcess[bytes]:
         """The one place git runs: clean environment, the hook's index (unless the caller names
         its own, e.g. a private index), every call traced as a user could type it."""
-        cmd = ["git", *args]
-        _trace(cmd, self.root)
         env = clean_env({"GIT_INDEX_FILE": self.index_file} if self.index_file else None)
         env.update(env_extra or {})
-        return subprocess.run(cmd, cwd=self.root, input=input, capture_output=True, env=env)
+        return _spawn(["git", *args], self.root, input, env)
 
     def git(
         self,
@@ -385,8 +415,7 @@ def open_repo(start: Path | None = None, *, index_file: str | None = None) -> Re
     """The repository containing START (default: the current directory)."""
     cwd = (start or Path.cwd()).resolve()
     cmd = ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
-    _trace(cmd, cwd)
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, env=clean_env())
+    proc = _spawn(cmd, cwd, None, clean_env())
     if proc.returncode != 0:
         raise KgitError(
             f"{cwd} is not inside a git work tree",
