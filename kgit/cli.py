@@ -348,7 +348,7 @@ def round_rollback(obj: Ctx, reason: str | None, as_json: bool) -> None:
         result,
         as_json,
         lambda r: (
-            f"round-{r['round']} ROLLED BACK"
+            f"round-{r['round']} {r['status']}"
             + (f"; commit {r['commit'][:10]} kept at {r['kept_at']}" if r["commit"] else "")
         ),
     )

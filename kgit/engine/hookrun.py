@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from kgit.engine.gate import gate_commit_in_progress, say_stderr
+from kgit.engine.recovery import closed_round_checked_out
 from kgit.engine.store import Campaign, list_campaigns
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.names import parse_round_branch
@@ -26,7 +27,16 @@ def pre_commit() -> int:
     found = _round_campaign(repo)
     if found is None:
         return 0
-    return gate_commit_in_progress(repo, found[0], say_stderr)
+    campaign, number = found
+    if closed_round_checked_out(campaign, repo.current_branch()) is not None:
+        say_stderr(
+            f"round-{number} of campaign {campaign.name} is not in progress: this branch was "
+            "left behind (a kgit command was killed before it switched away)\n"
+            f"hint: git checkout kgit/{campaign.name}/best, then kgit round start "
+            '"HYPOTHESIS" (the commit was blocked)'
+        )
+        return 1
+    return gate_commit_in_progress(repo, campaign, say_stderr)
 
 
 def prepare_commit_msg(message_file: str, source: str | None = None) -> int:

@@ -12,6 +12,13 @@ from typing import Any
 
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.measure import HarnessError, Measurement, best_values, require_clean
+from kgit.engine.recovery import (
+    ACCEPT,
+    ROLLBACK,
+    adoptable_orphan,
+    interrupted_close,
+    sweep_stray_branches,
+)
 from kgit.engine.runner import run_command
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
@@ -77,7 +84,7 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
     if state.open_round is not None:
         raise KgitError(
             f"round-{state.open_round.number} is still in progress: one change at a time",
-            hint="kgit round validate, then kgit round accept or kgit round rollback",
+            hint="kgit status says what it needs next (validate, then accept or rollback)",
         )
     if state.next_round - 1 >= campaign.manifest.max_iterations:
         raise KgitError(
@@ -93,7 +100,7 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
         number = current.state.next_round
         parent = current.best_tip()
         branch = current.refs.round_branch(number)
-        repo.update_ref(branch, parent, None, f"kgit: round-{number} started")
+        _claim_round_branch(current, number, parent)
         current.state.next_round = number + 1
         current.state.open_round = OpenRound(number, hypothesis, parent, now())
         if current.state.finished:  # --reopen: kgit finish must run again to end it
@@ -101,6 +108,8 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
             current.state.reopened.append(now())
         current.save(f"round-{number} started: {hypothesis}")
     repo.switch(branch)
+    with repo.write_lock():  # after the switch: a stale branch left checked out can go too
+        sweep_stray_branches(campaign.reload())
     return {
         "campaign": campaign.name,
         "round": number,
@@ -108,6 +117,24 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
         "parent": parent,
         "hypothesis": hypothesis,
     }
+
+
+def _claim_round_branch(campaign: Campaign, number: int, parent: str) -> None:
+    """Create round NUMBER's branch at PARENT, or adopt the one a `round start` killed before it
+    saved the record left there. A branch elsewhere holds commits no round recorded: refused."""
+    repo, branch = campaign.repo, campaign.refs.round_branch(number)
+    if adoptable_orphan(campaign, number, parent):
+        return
+    found = repo.rev_parse(branch)
+    if found is not None:
+        short = branch.removeprefix("refs/heads/")
+        raise KgitError(
+            f"{short} already exists at {found[:10]}, not at the best line's tip, and no round "
+            "recorded it",
+            hint=f"keep its commits under another name: git branch -m {short} "
+            f"salvage/{campaign.name}-round-{number}; then start the round again",
+        )
+    repo.update_ref(branch, parent, None, f"kgit: round-{number} started")
 
 
 def _protected_changes(campaign: Campaign, commit: str) -> list[str]:
@@ -320,6 +347,15 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             f"round-{open_round.number}'s commit {tip[:10]} has no verdict",
             hint="kgit round validate (after the last commit)",
         )
+    interrupted = interrupted_close(open_round, tip, campaign.best_tip(), note.status)
+    if interrupted == ROLLBACK:
+        raise KgitError(
+            f"round-{note.round} is being rolled back (an earlier rollback was interrupted)",
+            hint="kgit round rollback finishes it",
+        )
+    if interrupted == ACCEPT:  # the best line already holds it: only the record is left to do
+        say(f"round-{note.round}: completing an interrupted accept")
+        return _accept_under_lock(campaign, open_round, tip, say)
     if note.decision not in ACCEPTING:
         raise KgitError(
             f"the verdict of round-{note.round} is {note.decision or note.status}: not accepted",
@@ -347,23 +383,76 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             hint="protected-path changes are never accepted; roll the round back",
         )
     ensure_gated(campaign, tip, say, echo=echo)
+    return _accept_under_lock(campaign, open_round, tip, say)
+
+
+def _accept_under_lock(
+    campaign: Campaign, open_round: OpenRound, tip: str, say: Say
+) -> dict[str, Any]:
+    """Fast-forward the best line to TIP, then record it. The best line moves first: a kill
+    after it leaves an interrupted accept that accept and rollback both complete."""
     best_ref, repo = campaign.refs.best, campaign.repo
     with repo.write_lock():
         current = campaign.reload()
+        _require_still_open(current, open_round, tip)
         best_tip = current.best_tip()
         if not repo.is_ancestor(best_tip, tip):
             raise KgitError(
                 "the best line is not an ancestor of this round: no fast-forward",
                 hint="kgit round rollback, then start again from the best line",
             )
-        repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{note.round}")
-        note.status, note.decided_at = note.decision, now()
-        current.write_round(tip, note)
-        current.state.open_round = None
-        current.save(f"round-{note.round} {note.status}")
+        if best_tip != tip:
+            repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
+        status = _record_accept(current, open_round, tip)
     _leave_round_branch(campaign, open_round.number)
-    say(f"round-{note.round} {note.status}: {best_ref.removeprefix('refs/heads/')} -> {tip[:10]}")
-    return {"campaign": campaign.name, "round": note.round, "status": note.status, "best": tip}
+    say(f"round-{open_round.number} {status}: {best_ref.removeprefix('refs/heads/')} -> {tip[:10]}")
+    return {
+        "campaign": campaign.name,
+        "round": open_round.number,
+        "status": status,
+        "best": tip,
+        "commit": tip,
+        "kept_at": campaign.refs.kept(open_round.number),
+    }
+
+
+def _require_still_open(current: Campaign, open_round: OpenRound, tip: str | None) -> None:
+    """Refuse to close a round that another kgit process closed (and perhaps opened the next one)
+    or whose branch moved since this command read it. Callers hold the write lock."""
+    now_open = current.state.open_round
+    if now_open is None or now_open.number != open_round.number:
+        raise KgitError(
+            f"round-{open_round.number} was closed by another kgit process",
+            hint="kgit status",
+        )
+    now_tip = current.repo.rev_parse(current.refs.round_branch(open_round.number))
+    if tip is not None and now_tip != tip:
+        raise KgitError(
+            f"round-{open_round.number}'s branch moved while kgit was working on it "
+            f"({tip[:10]} -> {(now_tip or 'deleted')[:10]})",
+            hint="kgit status, then run the command again",
+        )
+
+
+def _record_accept(current: Campaign, open_round: OpenRound, tip: str) -> str:
+    """Mark the note of TIP accepted, keep the commit, close the round. Returns the status."""
+    note = current.read_round(tip)
+    if note is None or note.round != open_round.number or note.decision not in ACCEPTING:
+        raise KgitError(
+            f"the best line holds round-{open_round.number}'s commit {tip[:10]} but no accepting "
+            "verdict of that round is recorded on it",
+            hint="kgit doctor explains what is inconsistent",
+        )
+    if note.status not in ACCEPTING:  # an accept completed again keeps its first time
+        note.status, note.decided_at = note.decision, now()
+    current.write_round(tip, note)
+    kept = current.refs.kept(open_round.number)
+    current.repo.update_ref(
+        kept, tip, current.repo.rev_parse(kept), f"kgit: keep round-{open_round.number}"
+    )
+    current.state.open_round = None
+    current.save(f"round-{open_round.number} {note.status}")
+    return note.status
 
 
 def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str, Any]:
@@ -372,10 +461,15 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
     require_clean(repo, "roll back")
     branch = campaign.refs.round_branch(open_round.number)
     tip = repo.rev_parse(branch) or open_round.parent
+    if interrupted_close(open_round, tip, campaign.best_tip(), None) == ACCEPT:
+        say(
+            f"the best line already holds round-{open_round.number}'s commit {tip[:10]} (an "
+            "accept was interrupted): completing the accept; kgit never moves the best line back"
+        )
+        return _accept_under_lock(campaign, open_round, tip, say)
     with repo.write_lock():
         current = campaign.reload()
-        if current.state.open_round is None or current.state.open_round.number != open_round.number:
-            raise KgitError(f"round-{open_round.number} was closed by another kgit process")
+        _require_still_open(current, open_round, tip if tip != open_round.parent else None)
         if tip != open_round.parent:
             note = current.read_round(tip)
             if note is None or note.round != open_round.number:

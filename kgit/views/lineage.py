@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kgit.engine.recovery import ACCEPT, ROLLBACK, closed_round_checked_out, interrupted_close
 from kgit.engine.store import Campaign, write_cache
 from kgit.judge.scoring import pct
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
@@ -137,6 +138,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "consecutive_rollbacks": stall,
         "stagnation_review_due": stall >= 2,
         "escalation": escalation(stall),
+        # A closed round's branch still checked out (a kill at the end of accept or rollback).
+        "closed_round_checked_out": closed_round_checked_out(campaign, branch),
     }
     if open_round:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
@@ -147,6 +150,10 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
             "branch": campaign.refs.round_branch(open_round.number),
             "has_commit": tip != open_round.parent,
             "verdict": row["decision"] if row else None,
+            # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
+            "interrupted": interrupted_close(
+                open_round, tip, best_tip, row["status"] if row else None
+            ),
         }
     data["next_step"] = next_step(data)
     return data
@@ -158,8 +165,17 @@ def next_step(data: dict[str, Any]) -> str:
     if data["finished"]:
         return "the campaign is finished: kgit log"
     current = data["open_round"]
+    best = data["best"]["ref"].removeprefix("refs/heads/")
     if current is None:
+        if data["closed_round_checked_out"] is not None:
+            return f"git checkout {best}"
         return 'kgit round start "HYPOTHESIS"'
+    if current["interrupted"] == ROLLBACK:
+        return 'kgit round rollback --reason "..."'
+    if data["branch"] != current["branch"]:
+        return f"git checkout {current['branch'].removeprefix('refs/heads/')}"
+    if current["interrupted"] == ACCEPT:
+        return "kgit round accept"
     if not current["has_commit"]:
         return "edit the kernel, then git commit (the hook gates it)"
     if current["verdict"] is None:
@@ -198,6 +214,7 @@ def render_status(data: dict[str, Any]) -> str:
             f"open      round-{current['round']}: {current['hypothesis']}"
             + (f" [verdict: {current['verdict']}]" if current["verdict"] else "")
         )
+    lines += _recovery_lines(data)
     if data["stagnation_review_due"]:
         lines.append(
             f"warning   {data['consecutive_rollbacks']} rollbacks in a row: stagnation "
@@ -209,6 +226,33 @@ def render_status(data: dict[str, Any]) -> str:
         lines.append("finished  yes")
     lines.append(f"next      {data['next_step']}")
     return "\n".join(lines)
+
+
+def _recovery_lines(data: dict[str, Any]) -> list[str]:
+    """What a killed command left, in words (the next step says how to go on)."""
+    lines = []
+    stale = data["closed_round_checked_out"]
+    if stale is not None:
+        lines.append(
+            f"warning   round-{stale} is closed but its branch is checked out (a kgit command "
+            "was killed before it switched away); the hook refuses commits here"
+        )
+    current = data["open_round"]
+    if current and current["interrupted"] == ACCEPT:
+        lines.append(
+            f"warning   accepting round-{current['round']} was interrupted after the best line "
+            "moved to its commit; accept (or rollback) completes the accept"
+        )
+    elif current and current["interrupted"] == ROLLBACK:
+        lines.append(
+            f"warning   rolling back round-{current['round']} was interrupted; rollback "
+            "completes it"
+        )
+    elif current and data["branch"] != current["branch"]:
+        lines.append(
+            f"warning   round-{current['round']} is open but its branch is not checked out"
+        )
+    return lines
 
 
 def github_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -1,0 +1,116 @@
+"""What a killed kgit leaves behind, and how the next command recognises it.
+
+Every state-changing command orders its steps so that a kill between any two of them leaves one
+of a few states, each recognisable from refs, notes and the campaign record alone:
+
+- `round start` creates the round branch, then saves the record, then checks the branch out.
+  Killed after the branch: an *orphan* branch at the best line's tip for the next round number;
+  the next `round start` adopts it. Killed after the save: the round is open but another branch
+  is checked out; `status` says `git checkout` it.
+- `round accept` moves the best line first, then marks the note, then saves the record. Killed
+  after the best line moved: the round is still open but the best line already holds its commit
+  (an *interrupted accept*); accept and rollback both complete the accept (the best line is never
+  moved back by kgit, so "rolled back" would be a lie about the best line).
+- `round rollback` marks the note ROLLED BACK, keeps the commit, then saves the record. Killed in
+  between: the round is open and its note says ROLLED BACK (an *interrupted rollback*); rollback
+  completes it and accept refuses it.
+- accept and rollback end by checking out the best line and deleting the round's branch. Killed
+  before that: a *stale* branch of a closed round, perhaps still checked out; `status` says so,
+  the hook refuses commits on it and the next `round start` deletes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgit.engine.store import Campaign
+from kgit.records.names import parse_round_branch
+from kgit.records.notes import ROLLED_BACK, OpenRound
+
+ACCEPT = "accept"
+ROLLBACK = "rollback"
+
+
+@dataclass(frozen=True)
+class RoundBranch:
+    """A `kgit/<campaign>/round-<N>` branch that is not the open round's."""
+
+    number: int
+    ref: str
+    tip: str
+    kept: bool  # its tip is reachable from the best line or the round's keep-ref: nothing to lose
+
+    @property
+    def short(self) -> str:
+        return self.ref.removeprefix("refs/heads/")
+
+
+def round_branches(campaign: Campaign) -> dict[int, tuple[str, str]]:
+    """Round number -> (branch ref, tip) of every round branch of the campaign."""
+    prefix = campaign.refs.round_branch(0).rsplit("/", 1)[0] + "/"
+    found: dict[int, tuple[str, str]] = {}
+    for ref, sha in campaign.repo.refs(prefix).items():
+        parsed = parse_round_branch(ref)
+        if parsed is not None and parsed[0] == campaign.name:
+            found[parsed[1]] = (ref, sha)
+    return found
+
+
+def _reachable(campaign: Campaign, number: int, tip: str, best: str | None) -> bool:
+    repo = campaign.repo
+    kept = repo.rev_parse(campaign.refs.kept(number))
+    return any(line is not None and repo.is_ancestor(tip, line) for line in (best, kept))
+
+
+def stray_round_branches(campaign: Campaign) -> list[RoundBranch]:
+    """Round branches other than the open round's: orphans of a killed start, stale branches of
+    closed rounds, or branches someone made by hand."""
+    open_round = campaign.state.open_round
+    best = campaign.repo.rev_parse(campaign.refs.best)
+    return [
+        RoundBranch(number, ref, tip, _reachable(campaign, number, tip, best))
+        for number, (ref, tip) in sorted(round_branches(campaign).items())
+        if open_round is None or number != open_round.number
+    ]
+
+
+def adoptable_orphan(campaign: Campaign, number: int, parent: str) -> bool:
+    """Whether round NUMBER's branch exists at PARENT although the round was never opened:
+    what `round start` leaves when it is killed between creating the branch and saving."""
+    tip = campaign.repo.rev_parse(campaign.refs.round_branch(number))
+    return tip is not None and tip == parent and number == campaign.state.next_round
+
+
+def sweep_stray_branches(campaign: Campaign) -> list[str]:
+    """Delete the stray round branches whose commits are kept elsewhere and that are not checked
+    out (in this work tree). Callers hold the write lock and read CAMPAIGN under it, so a round
+    another process just opened is never taken for a stray one."""
+    current = campaign.repo.current_branch()
+    swept = []
+    for branch in stray_round_branches(campaign):
+        if branch.kept and branch.ref != current and branch.number < campaign.state.next_round:
+            campaign.repo.delete_ref(branch.ref, branch.tip)
+            swept.append(branch.short)
+    return swept
+
+
+def interrupted_close(
+    open_round: OpenRound, tip: str | None, best: str | None, note_status: str | None
+) -> str | None:
+    """ACCEPT when an accept of the open round (branch at TIP) was killed after it moved the best
+    line (at BEST), ROLLBACK when a rollback was killed after it marked the note; else None."""
+    if tip is not None and tip != open_round.parent and best == tip:
+        return ACCEPT
+    if note_status == ROLLED_BACK:
+        return ROLLBACK
+    return None
+
+
+def closed_round_checked_out(campaign: Campaign, branch: str | None) -> int | None:
+    """The round number when BRANCH is one of this campaign's round branches but not the open
+    round's (an accept or rollback killed before it left the branch)."""
+    parsed = parse_round_branch(branch)
+    if parsed is None or parsed[0] != campaign.name:
+        return None
+    open_round = campaign.state.open_round
+    return None if open_round is not None and open_round.number == parsed[1] else parsed[1]
