@@ -94,6 +94,7 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit round validate                       quick validation and the mechanical verdict
       kgit round accept | rollback              fast-forward the best line, or go back to it
       kgit status | log | show N                where things stand, the lineage, one round
+      kgit doctor [--fix]                       explain (and repair) what a kill left behind
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,
@@ -371,6 +372,39 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     campaign = obj.campaign()
     data = status_data(campaign, repo.current_branch())
     emit(data, as_json, render_status)
+
+
+@cli.command()
+@click.option(
+    "--fix", "apply_fixes", is_flag=True, help="Apply the safe repairs (they lose nothing)."
+)
+@json_option
+@click.pass_obj
+def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
+    """Find and explain what a killed command or a hand-made change left inconsistent.
+
+    \b
+    Orphan and stale round branches, HEAD on a closed round's branch, an accept or
+    rollback killed half-way, a best line on a commit that was not accepted, keep-refs
+    and notes that disagree, edits the commit gate saved under .git/kgit/patches/.
+    For each, the one command that repairs it. Exits 1 while problems remain, else 0.
+    """
+    from kgit.engine.doctor import diagnose, fix
+    from kgit.views.doctor import render_doctor
+
+    campaign = obj.campaign()
+    found = diagnose(campaign)
+    fixed = fix(campaign, found, obj.say) if apply_fixes else []
+    left = diagnose(campaign.reload()) if fixed else found
+    data = {
+        "campaign": campaign.name,
+        "clean": not left,
+        "problems": [finding.to_dict() for finding in left],
+        "fixed": [finding.to_dict() for finding in fixed],
+    }
+    emit(data, as_json, render_doctor)
+    if left:
+        sys.exit(1)  # problems remain: a refusal, with the facts already printed
 
 
 @cli.command()

@@ -168,6 +168,12 @@ class Repo:
             result[name] = sha
         return result
 
+    def checked_out_branches(self) -> set[str]:
+        """The branches (full refs) checked out in any work tree of the repository."""
+        out = self.git("worktree", "list", "--porcelain", "-z")
+        fields = out.decode(errors="replace").split("\0")
+        return {f.removeprefix("branch ") for f in fields if f.startswith("branch ")}
+
     def current_branch(self) -> str | None:
         """The checked-out branch as a full ref, or None on a detached HEAD."""
         out = self.git("symbolic-ref", "-q", "HEAD", check=False).decode().strip()
@@ -265,6 +271,11 @@ class Repo:
             for path, (_mode, sha) in self.ls_tree(commit, paths, recursive=False).items():
                 result[path] = sha
         return result
+
+    def rev_list(self, tip: str, *, first_parent: bool = False) -> list[str]:
+        """The commits reachable from TIP, newest first."""
+        args = ["rev-list", *(["--first-parent"] if first_parent else []), tip]
+        return self.text(*args).split()
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return self.succeeds("merge-base", "--is-ancestor", ancestor, descendant)

@@ -83,12 +83,19 @@ def adoptable_orphan(campaign: Campaign, number: int, parent: str) -> bool:
 
 def sweep_stray_branches(campaign: Campaign) -> list[str]:
     """Delete the stray round branches whose commits are kept elsewhere and that are not checked
-    out (in this work tree). Callers hold the write lock and read CAMPAIGN under it, so a round
+    out in any work tree. Callers hold the write lock and read CAMPAIGN under it, so a round
     another process just opened is never taken for a stray one."""
-    current = campaign.repo.current_branch()
+    strays = stray_round_branches(campaign)
+    if not strays:
+        return []
+    checked_out = campaign.repo.checked_out_branches()
     swept = []
-    for branch in stray_round_branches(campaign):
-        if branch.kept and branch.ref != current and branch.number < campaign.state.next_round:
+    for branch in strays:
+        if (
+            branch.kept
+            and branch.ref not in checked_out
+            and branch.number < campaign.state.next_round
+        ):
             campaign.repo.delete_ref(branch.ref, branch.tip)
             swept.append(branch.short)
     return swept

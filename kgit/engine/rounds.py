@@ -485,7 +485,8 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
                 )
             note.status, note.decided_at = ROLLED_BACK, now()
             note.decision = note.decision or ROLLED_BACK
-            note.rollback_reason = reason
+            if reason is not None or note.rollback_reason is None:  # a completed one keeps it
+                note.rollback_reason = reason
             current.write_round(tip, note)
             kept = current.refs.kept(open_round.number)
             repo.update_ref(
@@ -518,6 +519,22 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
         "commit": tip if tip != open_round.parent else None,
         "kept_at": campaign.refs.kept(open_round.number) if tip != open_round.parent else None,
     }
+
+
+def complete_interrupted(campaign: Campaign, say: Say) -> dict[str, Any]:
+    """Finish the open round's accept or rollback that a kill interrupted (kgit doctor --fix)."""
+    open_round = _open_round(campaign)
+    tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
+    note = campaign.read_round(tip) if tip is not None else None
+    status = note.status if note is not None and note.round == open_round.number else None
+    interrupted = interrupted_close(open_round, tip, campaign.best_tip(), status)
+    if interrupted == ACCEPT and tip is not None:
+        return _accept_under_lock(campaign, open_round, tip, say)
+    if interrupted == ROLLBACK:
+        return rollback_round(campaign, None, say)
+    raise KgitError(
+        f"round-{open_round.number} has no interrupted accept or rollback", hint="kgit status"
+    )
 
 
 def _leave_round_branch(campaign: Campaign, number: int) -> None:
