@@ -8,7 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kgit.engine.recovery import ACCEPT, ROLLBACK, closed_round_checked_out, interrupted_close
+from kgit.engine.recovery import (
+    ACCEPT,
+    ROLLBACK,
+    closed_round_checked_out,
+    interrupted_close,
+    stray_round_branches,
+)
 from kgit.engine.store import Campaign, write_cache
 from kgit.judge.scoring import pct
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
@@ -140,6 +146,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "escalation": escalation(stall),
         # A closed round's branch still checked out (a kill at the end of accept or rollback).
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
+        # Round branches no open round owns (kgit doctor explains each).
+        "stray_branches": [b.short for b in stray_round_branches(campaign)],
     }
     if open_round:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
@@ -236,6 +244,11 @@ def _recovery_lines(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"warning   round-{stale} is closed but its branch is checked out (a kgit command "
             "was killed before it switched away); the hook refuses commits here"
+        )
+    if data["stray_branches"]:
+        lines.append(
+            f"warning   leftover round branch(es): {', '.join(data['stray_branches'])}; "
+            "kgit doctor explains them (the next round start removes those whose commits are kept)"
         )
     current = data["open_round"]
     if current and current["interrupted"] == ACCEPT:
