@@ -279,7 +279,6 @@ def fix(campaign: Campaign, findings: list[Finding], say: Say) -> list[Finding]:
             continue
         campaign = campaign.reload()
         _REPAIRS[finding.kind](campaign, finding, say)
-        say(f"repaired: {finding.repair}")
         done.append(finding)
     return done
 
@@ -306,7 +305,7 @@ def _delete_branch(campaign: Campaign, finding: Finding, say: Say) -> None:
         current.repo.delete_ref(ref, still.tip)
 
 
-def _complete_accept(campaign: Campaign, finding: Finding, say: Say) -> None:
+def _complete_interrupted(campaign: Campaign, finding: Finding, say: Say) -> None:
     from kgit.engine.rounds import complete_interrupted
 
     complete_interrupted(campaign, say)
@@ -328,8 +327,8 @@ _REPAIRS: dict[str, Callable[[Campaign, Finding, Say], None]] = {
     "closed_round_checked_out": _check_out_best,
     "orphan_branch": _delete_branch,
     "stale_branch": _delete_branch,
-    "interrupted_accept": _complete_accept,
-    "interrupted_rollback": _complete_accept,
+    "interrupted_accept": _complete_interrupted,
+    "interrupted_rollback": _complete_interrupted,
     "note_without_kept_ref": _keep_round,
     "open_round_without_branch": _restore_branch,
 }

@@ -66,11 +66,17 @@ def stray_round_branches(campaign: Campaign) -> list[RoundBranch]:
     """Round branches other than the open round's: orphans of a killed start, stale branches of
     closed rounds, or branches someone made by hand."""
     open_round = campaign.state.open_round
+    strays = {
+        number: found
+        for number, found in sorted(round_branches(campaign).items())
+        if open_round is None or number != open_round.number
+    }
+    if not strays:  # the common case, and `kgit status` asks on every call: one git call
+        return []
     best = campaign.repo.rev_parse(campaign.refs.best)
     return [
         RoundBranch(number, ref, tip, _reachable(campaign, number, tip, best))
-        for number, (ref, tip) in sorted(round_branches(campaign).items())
-        if open_round is None or number != open_round.number
+        for number, (ref, tip) in strays.items()
     ]
 
 

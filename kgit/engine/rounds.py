@@ -401,9 +401,10 @@ def _accept_under_lock(
                 "the best line is not an ancestor of this round: no fast-forward",
                 hint="kgit round rollback, then start again from the best line",
             )
+        note = _accepting_note(current, open_round, tip)
         if best_tip != tip:
             repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
-        status = _record_accept(current, open_round, tip)
+        status = _record_accept(current, open_round, tip, note)
     _leave_round_branch(campaign, open_round.number)
     say(f"round-{open_round.number} {status}: {best_ref.removeprefix('refs/heads/')} -> {tip[:10]}")
     return {
@@ -434,15 +435,22 @@ def _require_still_open(current: Campaign, open_round: OpenRound, tip: str | Non
         )
 
 
-def _record_accept(current: Campaign, open_round: OpenRound, tip: str) -> str:
-    """Mark the note of TIP accepted, keep the commit, close the round. Returns the status."""
+def _accepting_note(current: Campaign, open_round: OpenRound, tip: str) -> RoundNote:
+    """The note of TIP as read under the lock: it must still hold an accepting verdict of the
+    round (a validation may have run again since the command read it)."""
     note = current.read_round(tip)
     if note is None or note.round != open_round.number or note.decision not in ACCEPTING:
         raise KgitError(
-            f"the best line holds round-{open_round.number}'s commit {tip[:10]} but no accepting "
-            "verdict of that round is recorded on it",
-            hint="kgit doctor explains what is inconsistent",
+            f"no accepting verdict of round-{open_round.number} is recorded on its commit "
+            f"{tip[:10]} (any more)",
+            hint="kgit status; kgit doctor explains anything inconsistent",
         )
+    return note
+
+
+def _record_accept(current: Campaign, open_round: OpenRound, tip: str, note: RoundNote) -> str:
+    """Mark TIP's NOTE accepted, keep the commit, close the round. Returns the status."""
+    assert note.decision is not None  # _accepting_note checked it
     if note.status not in ACCEPTING:  # an accept completed again keeps its first time
         note.status, note.decided_at = note.decision, now()
     current.write_round(tip, note)

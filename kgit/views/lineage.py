@@ -160,7 +160,10 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
             "verdict": row["decision"] if row else None,
             # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
             "interrupted": interrupted_close(
-                open_round, tip, best_tip, row["status"] if row else None
+                open_round,
+                tip,
+                best_tip,
+                row["status"] if row and row["round"] == open_round.number else None,
             ),
         }
     data["next_step"] = next_step(data)
