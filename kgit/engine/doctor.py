@@ -102,14 +102,16 @@ def _open_round_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> lis
     status = note.status if note is not None and note.round == open_round.number else None
     interrupted = interrupted_close(open_round, tip, campaign.best_tip(), status)
     if interrupted == ACCEPT:
+        accepting = note is not None and status is not None and note.decision in ACCEPTING
         return [
             Finding(
                 "interrupted_accept",
                 f"round-{open_round.number}",
                 f"the best line holds round-{open_round.number}'s commit {tip[:10]} but the round "
-                "is still open: an accept was killed after it moved the best line",
-                "kgit round accept",
-                True,
+                "is still open: an accept was killed after it moved the best line"
+                + ("" if accepting else ", and the round's verdict no longer accepts it"),
+                "kgit round accept" if accepting else "kgit round rollback",
+                accepting,
             )
         ]
     if interrupted == ROLLBACK:

@@ -9,8 +9,9 @@ of a few states, each recognisable from refs, notes and the campaign record alon
   is checked out; `status` says `git checkout` it.
 - `round accept` moves the best line first, then marks the note, then saves the record. Killed
   after the best line moved: the round is still open but the best line already holds its commit
-  (an *interrupted accept*); accept and rollback both complete the accept (the best line is never
-  moved back by kgit, so "rolled back" would be a lie about the best line).
+  (an *interrupted accept*). Accept completes it; rollback first moves the best line back to the
+  round's parent (nothing can have been built on it while the round was open), so no commit
+  marked ROLLED BACK is ever left on the best line.
 - `round rollback` marks the note ROLLED BACK, keeps the commit, then saves the record. Killed in
   between: the round is open and its note says ROLLED BACK (an *interrupted rollback*); rollback
   completes it and accept refuses it.

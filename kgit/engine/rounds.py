@@ -443,7 +443,7 @@ def _accepting_note(current: Campaign, open_round: OpenRound, tip: str) -> Round
         raise KgitError(
             f"no accepting verdict of round-{open_round.number} is recorded on its commit "
             f"{tip[:10]} (any more)",
-            hint="kgit status; kgit doctor explains anything inconsistent",
+            hint='kgit status; kgit round rollback --reason "..." if the verdict says so',
         )
     return note
 
@@ -470,11 +470,7 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
     branch = campaign.refs.round_branch(open_round.number)
     tip = repo.rev_parse(branch) or open_round.parent
     if interrupted_close(open_round, tip, campaign.best_tip(), None) == ACCEPT:
-        say(
-            f"the best line already holds round-{open_round.number}'s commit {tip[:10]} (an "
-            "accept was interrupted): completing the accept; kgit never moves the best line back"
-        )
-        return _accept_under_lock(campaign, open_round, tip, say)
+        _undo_interrupted_accept(campaign, open_round, tip, say)
     with repo.write_lock():
         current = campaign.reload()
         _require_still_open(current, open_round, tip if tip != open_round.parent else None)
@@ -527,6 +523,23 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
         "commit": tip if tip != open_round.parent else None,
         "kept_at": campaign.refs.kept(open_round.number) if tip != open_round.parent else None,
     }
+
+
+def _undo_interrupted_accept(campaign: Campaign, open_round: OpenRound, tip: str, say: Say) -> None:
+    """Move the best line back to the round's parent, where an accept killed half-way found it:
+    the round was never closed, so nothing can have been built on its commit. A rollback then
+    proceeds as usual, and no ROLLED BACK commit is ever left on the best line."""
+    repo, best_ref = campaign.repo, campaign.refs.best
+    with repo.write_lock():
+        current = campaign.reload()
+        _require_still_open(current, open_round, tip)
+        if current.best_tip() == tip:
+            message = f"kgit: rollback of round-{open_round.number} undoes its unfinished accept"
+            repo.update_ref(best_ref, open_round.parent, tip, message)
+    say(
+        f"an accept of round-{open_round.number} was interrupted after it moved the best line: "
+        f"{best_ref.removeprefix('refs/heads/')} is back at {open_round.parent[:10]}"
+    )
 
 
 def complete_interrupted(campaign: Campaign, say: Say) -> dict[str, Any]:

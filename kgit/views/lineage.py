@@ -185,7 +185,7 @@ def next_step(data: dict[str, Any]) -> str:
         return 'kgit round rollback --reason "..."'
     if data["branch"] != current["branch"]:
         return f"git checkout {current['branch'].removeprefix('refs/heads/')}"
-    if current["interrupted"] == ACCEPT:
+    if current["interrupted"] == ACCEPT and current["verdict"] in ACCEPTING:
         return "kgit round accept"
     if not current["has_commit"]:
         return "edit the kernel, then git commit (the hook gates it)"
@@ -257,7 +257,8 @@ def _recovery_lines(data: dict[str, Any]) -> list[str]:
     if current and current["interrupted"] == ACCEPT:
         lines.append(
             f"warning   accepting round-{current['round']} was interrupted after the best line "
-            "moved to its commit; accept (or rollback) completes the accept"
+            "moved to its commit: kgit round accept completes it, kgit round rollback moves "
+            "the best line back"
         )
     elif current and current["interrupted"] == ROLLBACK:
         lines.append(
