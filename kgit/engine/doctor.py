@@ -178,6 +178,11 @@ def _best_line_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list
     best = campaign.best_tip()
     line = campaign.repo.rev_list(best, first_parent=True)
     open_round = campaign.state.open_round
+    open_tip = (
+        campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
+        if open_round is not None
+        else None
+    )
     findings = []
     for index, commit in enumerate(line):
         note = notes.get(commit)
@@ -188,14 +193,8 @@ def _best_line_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list
                 "says ROLLED BACK (kgit finish would fold it into the final change)"
             )
         elif index == 0 and (note is None or not note.accepted):
-            half_accepted = (
-                open_round is not None
-                and note is not None
-                and note.round == open_round.number
-                and note.decision in ACCEPTING
-            )
-            if half_accepted:
-                continue
+            if commit == open_tip:
+                continue  # an interrupted accept, reported (and repaired) with the open round
             what = f"its note says {note.status}" if note is not None else "it has no round note"
             kind = "best_not_accepted"
             problem = (

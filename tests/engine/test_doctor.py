@@ -195,3 +195,19 @@ def test_an_open_round_whose_branch_is_gone(campaign: Path) -> None:
     assert kinds(data) == ["open_round_without_branch"]
     assert doctor("--fix")[0] == 0
     assert git(repo, "rev-parse", "kgit/c1/round-2") == parent
+
+
+def test_an_interrupted_accept_whose_verdict_no_longer_accepts_is_left_to_rollback(
+    campaign: Path,
+) -> None:
+    repo = campaign
+    tip = validated_round(repo, 120)
+    kill_after_call(repo, "update-ref -m 'kgit: accept round-2'", "round", "accept")
+    note = git(repo, "notes", f"--ref={ROUNDS}", "show", tip)
+    again = repo.parent / "note.yaml"
+    again.write_text(note.replace("decision: ACCEPTED\n", "decision: ROLLED BACK\n") + "\n")
+    git(repo, "notes", f"--ref={ROUNDS}", "add", "-f", "-F", str(again), tip)
+    code, data = doctor("--fix")
+    assert code == 1 and kinds(data) == ["interrupted_accept"] and data["fixed"] == []
+    assert finding(data, "interrupted_accept")["repair"] == "kgit round rollback"
+    assert "no longer accepts" in finding(data, "interrupted_accept")["problem"]
