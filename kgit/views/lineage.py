@@ -156,7 +156,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
             "round": open_round.number,
             "hypothesis": open_round.hypothesis,
             "branch": campaign.refs.round_branch(open_round.number),
-            "has_commit": tip != open_round.parent,
+            "has_commit": tip is not None and tip != open_round.parent,
+            "branch_missing": tip is None,
             "verdict": row["decision"] if row else None,
             # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
             "interrupted": interrupted_close(
@@ -183,6 +184,8 @@ def next_step(data: dict[str, Any]) -> str:
         return 'kgit round start "HYPOTHESIS"'
     if current["interrupted"] == ROLLBACK:
         return 'kgit round rollback --reason "..."'
+    if current["branch_missing"]:
+        return "kgit doctor --fix"
     if data["branch"] != current["branch"]:
         return f"git checkout {current['branch'].removeprefix('refs/heads/')}"
     if current["interrupted"] == ACCEPT and current["verdict"] in ACCEPTING:
@@ -264,6 +267,11 @@ def _recovery_lines(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"warning   rolling back round-{current['round']} was interrupted; rollback "
             "completes it"
+        )
+    elif current and current["branch_missing"]:
+        lines.append(
+            f"warning   round-{current['round']} is open but its branch is gone; kgit doctor "
+            "--fix restores it"
         )
     elif current and data["branch"] != current["branch"]:
         lines.append(

@@ -193,6 +193,7 @@ def test_an_open_round_whose_branch_is_gone(campaign: Path) -> None:
     git(repo, "branch", "-D", "kgit/c1/round-2")
     data = doctor()[1]
     assert kinds(data) == ["open_round_without_branch"]
+    assert run_kgit("status", "--json").json()["next_step"] == "kgit doctor --fix"  # type: ignore[index]
     assert doctor("--fix")[0] == 0
     assert git(repo, "rev-parse", "kgit/c1/round-2") == parent
 
