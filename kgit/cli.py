@@ -179,6 +179,7 @@ def init(
     )
     from kgit.engine.setup import init_campaign
     from kgit.records.manifest import load_manifest_fields, parse_manifest
+    from kgit.records.yamltext import read_text_capped
 
     fields = {k: v for k, v in overrides.items() if v is not None}
     if kernel_source:
@@ -191,12 +192,7 @@ def init(
         return
     text, source = "", "command-line fields"
     if manifest_file is not None:
-        try:
-            text = manifest_file.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(
-                f"cannot read {manifest_file}: {exc}", hint="pass the path of a manifest.yaml"
-            ) from None
+        text = read_text_capped(manifest_file)
         source = str(manifest_file)
     data = {**load_manifest_fields(text, source), **fields}
     asked = bool(missing_fields(data))

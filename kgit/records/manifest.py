@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from kgit.errors import UsageError
+from kgit.records.yamltext import load_yaml_text
 
 MANIFEST_VERSION = 1
 
@@ -228,15 +230,44 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _load_yaml(text: str, source: str) -> dict[str, Any]:
-    import yaml  # only manifests being read from a user's file pay for the import
+def _repo_path_errors(data: dict[str, Any]) -> list[str]:
+    """kernel_source and protected_paths name files of the repository: an absolute path or a
+    '..' that climbs out of it is refused here, not later as a raw git error in export."""
+    problems = []
+    for key in ("kernel_source", "protected_paths"):
+        value = data.get(key)
+        paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for index, path in enumerate(paths):
+            parts = PurePosixPath(path).parts if isinstance(path, str) else ()
+            if parts and (PurePosixPath(path).is_absolute() or ".." in parts):
+                where = key if isinstance(value, str) else f"{key}[{index}]"
+                problems.append(
+                    f"{where}: {path!r} is outside the repository (expected a path relative to "
+                    "the repository root, without '..')"
+                )
+    return problems
 
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise UsageError(
-            f"{source} is not valid YAML: {exc}", hint="check the indentation"
-        ) from None
+
+def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
+    """A TFLOPS metric counts FLOPs from M, N and K (Combined Step: 6·B·M·N·K / time), so every
+    shape of such a campaign needs them; without, the roofline and the combined metric fail
+    rounds later, far from the manifest."""
+    metric, shapes = data.get("primary_metric"), data.get("target_shapes")
+    if not isinstance(metric, str) or "TFLOPS" not in metric or not isinstance(shapes, list):
+        return []
+    problems = []
+    for index, shape in enumerate(shapes):
+        missing = [d for d in ("M", "N", "K") if isinstance(shape, dict) and d not in shape]
+        if missing:
+            problems.append(
+                f"target_shapes[{index}] ({shape.get('label')!r}): no {', '.join(missing)}; "
+                f"{metric} needs integer M, N and K in every shape"
+            )
+    return problems
+
+
+def _load_yaml(text: str, source: str) -> dict[str, Any]:
+    data = load_yaml_text(text, source)
     if not isinstance(data, dict):
         raise UsageError(
             f"{source} must be a YAML mapping of fields", hint="see templates/manifest.yaml"
@@ -278,6 +309,7 @@ def parse_manifest(
     data = _load_yaml(text, source) if text.strip() else {}
     data.update(overrides or {})
     problems = _schema_errors(data) + _semantic_errors(data)
+    problems += _repo_path_errors(data) + _gemm_shape_errors(data)
     if problems:
         raise UsageError(
             f"{source} is invalid:\n  " + "\n  ".join(problems),

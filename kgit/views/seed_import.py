@@ -29,20 +29,12 @@ from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, harness_paths, parse_manifest
 from kgit.records.names import CampaignRefs, validate_campaign_name
 from kgit.records.notes import ACCEPTING, BASELINE, RoundNote
+from kgit.records.yamltext import load_yaml_text
 from kgit.views.record import RECORD_KEYS
 from kgit.views.seed_export import HARNESS_FILE, SUMMARY_KIND
 
 SEED_ONLY = ("git_commit", "git_branch", "created", "kgit")
 _ROUND_DIR = re.compile(r"round-([0-9]+)")
-
-
-def _load_yaml(text: str, source: str) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{source} is not valid YAML: {exc}") from None
 
 
 _LINK_HINT = (
@@ -104,7 +96,7 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
     text = _read_text(path, folder)
     if text is None:
         raise UsageError(f"{folder} has no manifest.yaml", hint="is it a seed campaign folder?")
-    data = _load_yaml(text, str(path))
+    data = load_yaml_text(text, str(path))
     if not isinstance(data, dict):
         raise UsageError(f"{path} is not a mapping of fields")
     extra = {k: data.pop(k) for k in SEED_ONLY if k in data}
@@ -130,7 +122,7 @@ def read_round(folder: Path, top: Path, number: int) -> dict[str, Any]:
     text = _read_text(path, top) or ""
     if not text.startswith("---\n") or "\n---\n" not in text[3:]:
         raise UsageError(f"{path} has no YAML front matter", hint=_FRONT_HINT)
-    front = _load_yaml(text[4 : text.index("\n---\n", 3) + 1], str(path))
+    front = load_yaml_text(text[4 : text.index("\n---\n", 3) + 1], str(path))
     if not isinstance(front, dict) or front.get("kgit") != SUMMARY_KIND:
         raise UsageError(f"{path}: the front matter is not a kgit round summary", hint=_FRONT_HINT)
     _check_front(front, number, path)
