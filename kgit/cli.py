@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kgit import __version__
-from kgit.errors import EXIT_CRASH, EXIT_USAGE, KgitError, UsageError
+from kgit.errors import EXIT_CRASH, KgitError, UsageError
 
 if TYPE_CHECKING:
     from kgit.engine.store import Campaign
@@ -554,7 +554,11 @@ def hook(name: str, args: tuple[str, ...]) -> None:
     elif name == "prepare-commit-msg":
         code = hookrun.prepare_commit_msg(*args[:2])
     else:
-        raise UsageError(f"unknown hook {name!r}")
+        raise UsageError(
+            f"unknown hook {name!r}",
+            hint="kgit hooks install writes the hooks that call this (pre-commit, "
+            "prepare-commit-msg)",
+        )
     sys.exit(code)
 
 
@@ -591,6 +595,22 @@ def _report(error: KgitError, as_json: bool) -> int:
     return error.exit_code
 
 
+def _click_error(exc: click.ClickException) -> UsageError:
+    """click's own refusals (an unknown option, a missing argument, a bad value) said as kgit
+    says every error: the usage line, `error:` and a `hint:`, exit 2, JSON under --json."""
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "kgit"
+    if isinstance(exc, click.UsageError) and ctx is not None and exc.message == ctx.get_help():
+        # A group called without its command (click's NoArgsIsHelpError): the help is the answer.
+        return UsageError(
+            f"{path} needs a command",
+            hint=f"{path} COMMAND; {path} COMMAND --help explains one",
+            details=exc.message,
+        )
+    usage = ctx.get_usage() if ctx is not None else None
+    return UsageError(exc.format_message(), hint=f"{path} --help shows the usage", details=usage)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args
@@ -604,8 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("aborted", err=True)
         return 1
     except click.ClickException as exc:
-        exc.show()
-        return EXIT_USAGE
+        return _report(_click_error(exc), as_json)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 1
     except Exception as exc:  # a bug: keep the traceback for the report, not for the user
@@ -675,7 +694,13 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text)
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {output}: {exc.strerror or exc}",
+                hint="write the report into an existing folder you can write to",
+            ) from None
         obj.say(f"report written to {output}")
 
 
