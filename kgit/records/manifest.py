@@ -248,6 +248,29 @@ def _repo_path_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
+_COMMANDS = (
+    "test_command",
+    "quick_command",
+    "benchmark_command",
+    "acceptance_command",
+    "rebuild_command",
+)
+
+
+def _command_errors(data: dict[str, Any]) -> list[str]:
+    """Commands run through the shell: one that cannot be split into words (an unclosed quote,
+    a trailing backslash) would fail only at baseline, after the campaign was created."""
+    problems = []
+    for key in _COMMANDS:
+        command = data.get(key)
+        if isinstance(command, str):
+            try:
+                shlex.split(command)
+            except ValueError as exc:
+                problems.append(f"{key}: {command!r} is not a valid shell command ({exc})")
+    return problems
+
+
 def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
     """A TFLOPS metric counts FLOPs from M, N and K (Combined Step: 6·B·M·N·K / time), so every
     shape of such a campaign needs them; without, the roofline and the combined metric fail
@@ -268,6 +291,8 @@ def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
 
 def _load_yaml(text: str, source: str) -> dict[str, Any]:
     data = load_yaml_text(text, source)
+    if data is None:  # comments only: an empty manifest, whose missing fields are listed
+        return {}
     if not isinstance(data, dict):
         raise UsageError(
             f"{source} must be a YAML mapping of fields", hint="see templates/manifest.yaml"
@@ -309,7 +334,7 @@ def parse_manifest(
     data = _load_yaml(text, source) if text.strip() else {}
     data.update(overrides or {})
     problems = _schema_errors(data) + _semantic_errors(data)
-    problems += _repo_path_errors(data) + _gemm_shape_errors(data)
+    problems += _repo_path_errors(data) + _gemm_shape_errors(data) + _command_errors(data)
     if problems:
         raise UsageError(
             f"{source} is invalid:\n  " + "\n  ".join(problems),
