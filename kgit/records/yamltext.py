@@ -52,21 +52,22 @@ def load_yaml_text(text: str, source: str, max_bytes: int = MAX_YAML_BYTES) -> A
             hint="is it the right file? A manifest is a few kB (a long shape list can go in a "
             "--shapes-file, which has the same limit)",
         )
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        _refuse_aliases(loader, source)
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _refuse_duplicates(node, source)
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
+        _refuse_aliases(loader_class(text), source)
+        loader = loader_class(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _refuse_duplicates(node, source)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: the pure-Python parser
         raise UsageError(
             f"{source} is not valid YAML: {exc}", hint="check the indentation and the quoting"
         ) from None
-    finally:
-        loader.dispose()
 
 
 def _line(mark: Any) -> int:
@@ -74,17 +75,21 @@ def _line(mark: Any) -> int:
 
 
 def _refuse_aliases(loader: Any, source: str) -> None:
+    """One pass over the parser's events, before anything is built from them."""
     import yaml
 
-    while loader.check_event():
-        event = loader.get_event()
-        if isinstance(event, yaml.AliasEvent):
-            line = _line(event.start_mark)
-            raise UsageError(
-                f"{source} line {line}: YAML aliases (*{event.anchor}) are not allowed",
-                hint="write the value out where the alias stands (aliases and anchors can "
-                "expand a small file into a huge one)",
-            )
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.AliasEvent):
+                line = _line(event.start_mark)
+                raise UsageError(
+                    f"{source} line {line}: YAML aliases (*{event.anchor}) are not allowed",
+                    hint="write the value out where the alias stands (aliases and anchors can "
+                    "expand a small file into a huge one)",
+                )
+    finally:
+        loader.dispose()
 
 
 def _refuse_duplicates(root: Any, source: str) -> None:
