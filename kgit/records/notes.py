@@ -42,9 +42,16 @@ def load_record(text: bytes | str, kind: str, version: int, what: str) -> dict[s
     """A stored YAML record of KIND (`kgit: KIND`), refused when it is not one or is newer."""
     import yaml  # kept off the read path: `kgit status` reads parsed notes from the cache
 
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    hint = (
+        f"a {what} was changed outside kgit: find it with `git log --notes='kgit/*'`, then "
+        "restore it from a clone or remove it (git notes --ref=REF remove COMMIT)"
+    )
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise KgitError(f"a stored {what} is not valid YAML: {exc}", hint=hint) from None
     if not isinstance(data, dict) or data.get("kgit") != kind:
-        raise KgitError(f"this is not a kgit {what}", hint="was it written by kgit?")
+        raise KgitError(f"this is not a kgit {what}", hint=hint)
     _check_version(data, version, what)
     return data
 

@@ -48,3 +48,13 @@ def test_a_removed_baseline_note_is_refused_too(campaign: Path) -> None:
     git(campaign, "notes", "--ref=refs/notes/kgit/c1/rounds", "remove", "HEAD")
     result = run_kgit("log")
     assert result.code == 1 and "holds no baseline note" in result.err, result
+
+
+@pytest.mark.parametrize("text", ["kgit: round\na: [", "just a line someone wrote"])
+def test_a_note_garbled_by_hand_is_refused_with_a_hint(campaign: Path, text: str) -> None:
+    git(campaign, "notes", "--ref=refs/notes/kgit/c1/rounds", "add", "-f", "-m", text, "HEAD")
+    result = run_kgit("log")
+    assert result.code == 1 and "Traceback" not in result.err, result
+    assert (
+        "round note" in result.err and "hint: a round note was changed outside kgit" in result.err
+    )
