@@ -769,11 +769,13 @@ def csv() -> None:
 def csv_parse(obj: Ctx, file: Path, metric: str | None, as_json: bool) -> None:
     """Read a harness summary CSV strictly: rows, all_pass and the aggregate (geomean over
     PASS shapes; 0 when any shape failed). Exits 0 whenever the file parses."""
-    from kgit.views.bench_csv import parse_csv_data, render_csv_data
+    from kgit.records.yamltext import read_capped
+    from kgit.views.bench_csv import MAX_CSV_BYTES, parse_csv_data, render_csv_data
 
     if metric is None:
         try:
             metric = obj.campaign().manifest.primary_metric
         except KgitError:
             metric = "Forward TFLOPS"
-    emit(parse_csv_data(file.read_bytes(), metric, str(file)), as_json, render_csv_data)
+    data = read_capped(file, MAX_CSV_BYTES, "summary CSV")
+    emit(parse_csv_data(data, metric, str(file)), as_json, render_csv_data)

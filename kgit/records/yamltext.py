@@ -1,9 +1,10 @@
-"""YAML that a user hands kgit (a manifest, a shapes file, an imported summary), read defensively.
+"""Files and YAML that a user hands kgit (a manifest, a shapes file, an imported summary, a
+harness CSV), read defensively.
 
 `yaml.safe_load` alone is not enough for input that becomes a campaign: a 600-byte file of nested
 aliases ("billion laughs") expands into a structure that hung `kgit init` for minutes, a 16 MB
 manifest took over a minute to parse, and a key written twice silently kept its last value. So
-here: a size cap, no aliases (nor merge keys, which need them), and a duplicate key is an error
+here: a size cap (and only regular files are opened), no aliases (nor merge keys, which need them), and a duplicate key is an error
 that names the key and both lines.
 """
 
@@ -17,10 +18,14 @@ from kgit.errors import UsageError
 MAX_YAML_BYTES = 1_000_000  # a real manifest is a few kB; 1,000 shapes fit in ~100 kB
 
 
-def read_text_capped(path: Path, max_bytes: int = MAX_YAML_BYTES) -> str:
-    """PATH's UTF-8 text, reading no more than the cap allows (a path to a huge file, or to
-    /dev/zero, is refused rather than read)."""
+def read_capped(path: Path, max_bytes: int, kind: str) -> bytes:
+    """The bytes of the regular file PATH, refused when larger than MAX_BYTES. Never opens
+    anything else: a FIFO would block the open, /dev/zero would never end."""
     try:
+        if not path.is_file():
+            raise UsageError(
+                f"{path} is not a regular file", hint=f"pass the path of the {kind} itself"
+            )
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     except OSError as exc:
@@ -29,9 +34,15 @@ def read_text_capped(path: Path, max_bytes: int = MAX_YAML_BYTES) -> str:
         ) from None
     if len(data) > max_bytes:
         raise UsageError(
-            f"{path} is over {max_bytes:,} bytes; kgit reads YAML files of at most that",
-            hint="is it the right file? A manifest is a few kB",
+            f"{path} is over {max_bytes:,} bytes; kgit reads a {kind} of at most that",
+            hint=f"is it the right file? A {kind} is a few kB",
         )
+    return data
+
+
+def read_text_capped(path: Path, max_bytes: int = MAX_YAML_BYTES) -> str:
+    """PATH's UTF-8 text, as `read_capped` reads it."""
+    data = read_capped(path, max_bytes, "YAML file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -25,7 +25,12 @@ class Link:
     target: str
 
 
-FileData = str | bytes | Link
+@dataclass(frozen=True)
+class Fifo:
+    """A named pipe with no writer: opening it for reading would block forever."""
+
+
+FileData = str | bytes | Link | Fifo
 
 
 @dataclass(frozen=True)
@@ -408,6 +413,27 @@ ARGUMENTS = [
         where=REPO,
         says="primary_metric",
     ),
+    Case(
+        "arg-manifest-dev-zero",
+        ("init", "c2", "-m", "/dev/zero", "--no-input"),
+        where=REPO,
+        says="not a regular file",
+    ),
+    Case(
+        "arg-manifest-fifo",
+        ("init", "c2", "-m", "pipe", "--no-input"),
+        {"pipe": Fifo()},
+        where=REPO,
+        says="not a regular file",
+    ),
+    Case(
+        "arg-shapes-dev-zero",
+        ("init", "c2", "-m", "good.yaml", "--shapes-file", "/dev/zero", "--no-input"),
+        where=REPO,
+        says="not a regular file",
+    ),
+    Case("arg-csv-dev-zero", ("csv", "parse", "/dev/zero"), says="not a regular file"),
+    Case("arg-csv-fifo", ("csv", "parse", "pipe"), {"pipe": Fifo()}, says="not a regular file"),
     Case("arg-import-missing", ("import", "nope"), where=REPO, says="does not exist"),
     Case("arg-import-a-file", ("import", "f.txt"), {"f.txt": "x"}, where=REPO, says="f.txt"),
 ]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CHECK, HERE, git, run_kgit
-from tests.corpus.cases import CAMPAIGN, CASES, GOOD_TEXT, REPO, Case, Link
+from tests.corpus.cases import CAMPAIGN, CASES, GOOD_TEXT, REPO, Case, Fifo, Link
 
 
 def test_the_corpus_is_big_enough_and_says_why_it_refuses() -> None:
@@ -65,6 +65,8 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
 def _digest(path: Path) -> str:
     if path.is_symlink():
         return "link:" + os.readlink(path)
+    if not path.is_file():
+        return "special"  # a FIFO: reading it would block
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
@@ -91,12 +93,14 @@ def disk_state(repo: Path) -> dict[str, str]:
     return state
 
 
-def _write(repo: Path, files: dict[str, str | bytes | Link]) -> None:
+def _write(repo: Path, files: dict[str, str | bytes | Link | Fifo]) -> None:
     for relative, data in files.items():
         path = repo / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(data, Link):
             path.symlink_to(data.target)
+        elif isinstance(data, Fifo):
+            os.mkfifo(path)
         elif isinstance(data, bytes):
             path.write_bytes(data)
         else:
