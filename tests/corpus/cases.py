@@ -347,6 +347,7 @@ ARGUMENTS = [
     Case("arg-export-no-folder", ("export",), says="Missing argument"),
     Case("arg-export-not-empty", ("export", "out"), {"out/x": "1"}, says="not empty"),
     Case("arg-export-onto-file", ("export", "out.txt"), {"out.txt": "x"}, says="out.txt"),
+    Case("arg-export-under-file", ("export", "f.txt/x"), {"f.txt": "x"}, says="cannot write"),
     Case("arg-tips-add-nothing", ("tips", "add"), says="a tip needs all four parts"),
     Case("arg-tips-round-text", ("tips", "add", "--round", "abc"), says="not a valid integer"),
     Case("arg-finish-path-no-value", ("finish", "--allow-path"), says="requires an argument"),
