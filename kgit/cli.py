@@ -684,7 +684,13 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     with tempfile.TemporaryDirectory(prefix="kgit-plots-") as tmp:
         folder = plots_dir or (Path(tmp) if fmt == "html" and not as_json else None)
         if folder is not None:
-            data["plots"] = [str(p) for p in plots_for(data, campaign, folder)]
+            try:
+                data["plots"] = [str(p) for p in plots_for(data, campaign, folder)]
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot write the plots into {folder}: {exc.strerror or exc}",
+                    hint="--plots DIR: a new or existing folder you can write to",
+                ) from None
         if as_json:
             emit(public(data), True, str)
             return

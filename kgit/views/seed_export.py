@@ -172,10 +172,10 @@ def export_files(campaign: Campaign) -> dict[str, bytes]:
 
 
 def export_campaign(campaign: Campaign, folder: Path) -> dict[str, Any]:
-    if folder.is_dir() and any(folder.iterdir()):
-        raise UsageError(f"{folder} is not empty", hint="export into a new or empty folder")
     files = export_files(campaign)  # read the whole record first: nothing is written on an error
     try:
+        if folder.is_dir() and any(folder.iterdir()):
+            raise UsageError(f"{folder} is not empty", hint="export into a new or empty folder")
         folder.mkdir(parents=True, exist_ok=True)
         for relative, data in files.items():
             path = folder / relative
