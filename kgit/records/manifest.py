@@ -214,16 +214,24 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _list(value: Any) -> list[Any]:
+    """VALUE when it is a list, else []: the schema has already named a wrong type, and the
+    checks below must not crash on one."""
+    return value if isinstance(value, list) else []
+
+
 def _semantic_errors(data: dict[str, Any]) -> list[str]:
     problems = []
-    labels = [s.get("label") for s in data.get("target_shapes", []) if isinstance(s, dict)]
-    seen: set[Any] = set()
-    for index, label in enumerate(labels):
+    seen: set[str] = set()
+    for index, shape in enumerate(_list(data.get("target_shapes"))):
+        label = shape.get("label") if isinstance(shape, dict) else None
+        if not isinstance(label, str):
+            continue
         if label in seen:
             problems.append(f"target_shapes[{index}].label: duplicate label {label!r}")
         seen.add(label)
-    for index, label in enumerate(data.get("representative_shapes") or []):
-        if label not in seen:
+    for index, label in enumerate(_list(data.get("representative_shapes"))):
+        if isinstance(label, str) and label not in seen:
             problems.append(
                 f"representative_shapes[{index}]: {label!r} is not a label of target_shapes"
             )
