@@ -91,6 +91,9 @@ def _snapshot(snapshot: Path, folder: Path) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
+_MANIFEST_HINT = "kgit export writes the seed's manifest.yaml; compare with templates/manifest.yaml"
+
+
 def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
     path = folder / "manifest.yaml"
     text = _read_text(path, folder)
@@ -98,9 +101,11 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
         raise UsageError(f"{folder} has no manifest.yaml", hint="is it a seed campaign folder?")
     data = load_yaml_text(text, str(path))
     if not isinstance(data, dict):
-        raise UsageError(f"{path} is not a mapping of fields")
+        raise UsageError(f"{path} is not a mapping of fields", hint=_MANIFEST_HINT)
     extra = {k: data.pop(k) for k in SEED_ONLY if k in data}
     kgit = extra.get("kgit") or {}
+    if not isinstance(kgit, dict):
+        raise UsageError(f"{path}: its kgit section is not a mapping", hint=_MANIFEST_HINT)
     for key in ("timeout_s", "protected_paths", "rebuild_command", "acceptance_command"):
         if kgit.get(key) is not None:
             data[key] = kgit[key]

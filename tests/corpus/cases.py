@@ -479,6 +479,12 @@ IMPORTS = [
         {"manifest.yaml": GOOD_TEXT + ALIAS_BOMB, "rounds/round-1/summary.md": _SUMMARY},
         "aliases",
     ),
+    import_case("manifest-a-list", {"manifest.yaml": "- 1\n"}, "not a mapping of fields"),
+    import_case(
+        "manifest-kgit-section",
+        {"manifest.yaml": GOOD_TEXT + "kgit: [1]\n", "rounds/round-1/summary.md": _SUMMARY},
+        "kgit section is not a mapping",
+    ),
     import_case(
         "manifest-outside",
         {"manifest.yaml": manifest(kernel_source="../../x")},
