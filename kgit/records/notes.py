@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass, field, fields
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from kgit.errors import KgitError
@@ -86,6 +88,39 @@ def dump_record(data: dict[str, Any], flow: bool | None = False) -> str:
 @functools.cache
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
+
+
+def type_problems(cls: type, data: dict[str, Any]) -> list[str]:
+    """The fields of DATA whose values do not have the types CLS declares. Notes kgit wrote
+    have them; a note from outside (an imported folder) is checked here before it is stored,
+    or a list where a number belongs crashes every later view."""
+    hints = typing.get_type_hints(cls)
+    return [
+        f"{name}: {value!r:.60} is not {hints[name]}"
+        for name, value in data.items()
+        if name in hints and not _has_type(value, hints[name])
+    ]
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_has_type(value, arg) for arg in args)
+    if origin is list:
+        return isinstance(value, list) and all(_has_type(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _has_type(k, args[0]) and _has_type(v, args[1]) for k, v in value.items()
+        )
+    if is_dataclass(hint):
+        return isinstance(value, dict) and not type_problems(hint, value)  # type: ignore[arg-type]
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, harness_paths, parse_manifest
 from kgit.records.names import CampaignRefs, validate_campaign_name
-from kgit.records.notes import ACCEPTING, BASELINE, RoundNote
+from kgit.records.notes import ACCEPTING, BASELINE, RoundNote, type_problems
 from kgit.records.yamltext import load_yaml_text
 from kgit.views.record import RECORD_KEYS
 from kgit.views.seed_export import HARNESS_FILE, SUMMARY_KIND
@@ -120,9 +120,10 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
 _FRONT_HINT = "kgit import reads folders written by kgit export; compare with another round's"
 
 
-def read_round(folder: Path, top: Path, number: int) -> dict[str, Any]:
+def read_round(folder: Path, top: Path, number: int, metric: str) -> dict[str, Any]:
     """Round NUMBER's front matter, snapshot and CSV from its FOLDER inside the campaign
-    folder TOP, checked as far as the writes will need it."""
+    folder TOP, checked as far as the writes and later views will need it (its note measures
+    the campaign's METRIC)."""
     path = folder / "summary.md"
     text = _read_text(path, top) or ""
     if not text.startswith("---\n") or "\n---\n" not in text[3:]:
@@ -130,13 +131,13 @@ def read_round(folder: Path, top: Path, number: int) -> dict[str, Any]:
     front = load_yaml_text(text[4 : text.index("\n---\n", 3) + 1], str(path))
     if not isinstance(front, dict) or front.get("kgit") != SUMMARY_KIND:
         raise UsageError(f"{path}: the front matter is not a kgit round summary", hint=_FRONT_HINT)
-    _check_front(front, number, path)
+    _check_front(front, number, path, metric)
     front["snapshot"] = _snapshot(folder / "kernel_snapshot", top)
     front["csv"] = _read_bytes(folder / "artifacts" / "benchmark.csv", top)
     return front
 
 
-def _check_front(front: dict[str, Any], number: int, path: Path) -> None:
+def _check_front(front: dict[str, Any], number: int, path: Path, metric: str) -> None:
     """Refuse a front matter that the writes would trip on, before anything is written."""
     problem = None
     if front.get("round") != number:
@@ -152,12 +153,19 @@ def _check_front(front: dict[str, Any], number: int, path: Path) -> None:
     elif not isinstance(front.get("recorded") or {}, dict):
         problem = "recorded is not a mapping"
     else:
-        problem = _note_problem(front["note"])
+        problem = _note_problem(front["note"], metric)
     if problem:
         raise UsageError(f"{path}: the front matter is invalid: {problem}", hint=_FRONT_HINT)
 
 
-def _note_problem(note: dict[str, Any]) -> str | None:
+def _note_problem(note: dict[str, Any], metric: str) -> str | None:
+    problems = type_problems(RoundNote, note)
+    if problems:
+        return "note." + problems[0]
+    if note.get("metric") != metric:
+        return (
+            f"note.metric: {note.get('metric')!r} is not the manifest's primary_metric {metric!r}"
+        )
     try:
         RoundNote.from_dict({**note, "campaign": "check", "parent": None})
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
@@ -165,7 +173,7 @@ def _note_problem(note: dict[str, Any]) -> str | None:
     return None
 
 
-def read_rounds(folder: Path) -> list[dict[str, Any]]:
+def read_rounds(folder: Path, metric: str) -> list[dict[str, Any]]:
     found = []
     rounds_dir = folder / "rounds"
     _refuse_links(rounds_dir, folder)
@@ -174,7 +182,7 @@ def read_rounds(folder: Path) -> list[dict[str, Any]]:
         if match:
             _refuse_links(child, folder)
         if match and child.is_dir():
-            found.append((int(match[1]), read_round(child, folder, int(match[1]))))
+            found.append((int(match[1]), read_round(child, folder, int(match[1]), metric)))
     rounds = [front for _, front in sorted(found, key=lambda item: item[0])]
     if not rounds or rounds[0].get("status") != BASELINE:
         raise UsageError(
@@ -251,7 +259,7 @@ def _harness(folder: Path, manifest: Manifest) -> dict[str, bytes]:
 def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
     validate_campaign_name(name)
     manifest, extra = read_manifest(folder)
-    rounds = read_rounds(folder)
+    rounds = read_rounds(folder, manifest.primary_metric)
     harness = _harness(folder, manifest)
     head = repo.rev_parse("HEAD")
     if head is None:

@@ -449,6 +449,12 @@ ARGUMENTS = [
 # -- seed campaign folders (`kgit import`) ------------------------------------------------------
 
 _SUMMARY = "---\nkgit: round-summary\nround: 1\nstatus: BASELINE\nnote: {}\n---\n"
+_NOTE = "{round: 1, status: BASELINE, hypothesis: baseline, metric: Forward TFLOPS%s}"
+
+
+def summary_with(extra: str = "", metric: str = "Forward TFLOPS") -> str:
+    note = _NOTE.replace("Forward TFLOPS", metric) % extra
+    return _SUMMARY.replace("note: {}", f"note: {note}")
 
 
 def import_case(case_id: str, files: dict[str, FileData], says: str) -> Case:
@@ -480,6 +486,24 @@ IMPORTS = [
         "aliases",
     ),
     import_case("manifest-a-list", {"manifest.yaml": "- 1\n"}, "not a mapping of fields"),
+    import_case(
+        "note-aggregate-a-list",
+        {"manifest.yaml": GOOD_TEXT, "rounds/round-1/summary.md": summary_with(", aggregate: [1]")},
+        "note.aggregate: [1] is not float | None",
+    ),
+    import_case(
+        "note-shape-label-a-number",
+        {
+            "manifest.yaml": GOOD_TEXT,
+            "rounds/round-1/summary.md": summary_with(", shapes: [{label: 1, check: PASS}]"),
+        },
+        "note.shapes",
+    ),
+    import_case(
+        "note-other-metric",
+        {"manifest.yaml": GOOD_TEXT, "rounds/round-1/summary.md": summary_with("", "GB/s")},
+        "is not the manifest's primary_metric",
+    ),
     import_case(
         "manifest-kgit-section",
         {"manifest.yaml": GOOD_TEXT + "kgit: [1]\n", "rounds/round-1/summary.md": _SUMMARY},
