@@ -146,8 +146,10 @@ def _check_front(front: dict[str, Any], number: int, path: Path, metric: str) ->
         problem = "status is missing"
     elif "abandoned" in front:
         lost = front["abandoned"]
-        if not isinstance(lost, dict) or not {"round", "hypothesis", "at"} <= set(lost):
-            problem = "abandoned needs round, hypothesis and at"
+        if not isinstance(lost, dict) or lost.get("round") != number:
+            problem = f"abandoned needs round: {number}, hypothesis and at"
+        elif not all(isinstance(lost.get(key), str) for key in ("hypothesis", "at")):
+            problem = "abandoned needs its hypothesis and at (text)"
     elif not isinstance(front.get("note"), dict):
         problem = "note is missing or not a mapping"
     elif not isinstance(front.get("recorded") or {}, dict):

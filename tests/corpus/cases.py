@@ -500,6 +500,17 @@ IMPORTS = [
         "note.shapes",
     ),
     import_case(
+        "abandoned-round-text",
+        {
+            "manifest.yaml": GOOD_TEXT,
+            "rounds/round-1/summary.md": summary_with(),
+            "rounds/round-2/summary.md": _SUMMARY.replace("round: 1", "round: 2").replace(
+                "note: {}", "abandoned: {round: two, hypothesis: x, at: y}"
+            ),
+        },
+        "abandoned needs round: 2",
+    ),
+    import_case(
         "note-other-metric",
         {"manifest.yaml": GOOD_TEXT, "rounds/round-1/summary.md": summary_with("", "GB/s")},
         "is not the manifest's primary_metric",
