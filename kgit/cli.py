@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kgit import __version__
-from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_USAGE, KgitError, UsageError
+from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
 
 if TYPE_CHECKING:
     from kgit.engine.store import Campaign
@@ -182,6 +182,7 @@ def init(
     )
     from kgit.engine.setup import init_campaign
     from kgit.records.manifest import load_manifest_fields, parse_manifest
+    from kgit.records.yamltext import read_text_capped
 
     fields = {k: v for k, v in overrides.items() if v is not None}
     if kernel_source:
@@ -194,12 +195,7 @@ def init(
         return
     text, source = "", "command-line fields"
     if manifest_file is not None:
-        try:
-            text = manifest_file.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(
-                f"cannot read {manifest_file}: {exc}", hint="pass the path of a manifest.yaml"
-            ) from None
+        text = read_text_capped(manifest_file)
         source = str(manifest_file)
     data = {**load_manifest_fields(text, source), **fields}
     asked = bool(missing_fields(data))
@@ -594,7 +590,11 @@ def hook(name: str, args: tuple[str, ...]) -> None:
     elif name == "prepare-commit-msg":
         code = hookrun.prepare_commit_msg(*args[:2])
     else:
-        raise UsageError(f"unknown hook {name!r}")
+        raise UsageError(
+            f"unknown hook {name!r}",
+            hint="kgit hooks install writes the hooks that call this (pre-commit, "
+            "prepare-commit-msg)",
+        )
     sys.exit(code)
 
 
@@ -637,6 +637,22 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _click_error(exc: click.ClickException) -> UsageError:
+    """click's own refusals (an unknown option, a missing argument, a bad value) said as kgit
+    says every error: the usage line, `error:` and a `hint:`, exit 2, JSON under --json."""
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "kgit"
+    if isinstance(exc, click.UsageError) and ctx is not None and exc.message == ctx.get_help():
+        # A group called without its command (click's NoArgsIsHelpError): the help is the answer.
+        return UsageError(
+            f"{path} needs a command",
+            hint=f"{path} COMMAND; {path} COMMAND --help explains one",
+            details=exc.message,
+        )
+    usage = ctx.get_usage() if ctx is not None else None
+    return UsageError(exc.format_message(), hint=f"{path} --help shows the usage", details=usage)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args
@@ -654,13 +670,14 @@ def main(argv: list[str] | None = None) -> int:
         cause = stop if isinstance(stop, KeyboardInterrupt) else stop.__cause__
         if isinstance(cause, KeyboardInterrupt):
             name = cause.args[0] if cause.args else "SIGINT"
-            click.echo(f"kgit: interrupted by {name}; nothing half-written is kept", err=True)
+            click.echo(
+                f"kgit: interrupted by {name}; kgit status says where things stand", err=True
+            )
             return EXIT_INTERRUPTED
         click.echo("aborted", err=True)
         return 1
     except click.ClickException as exc:
-        exc.show()
-        return EXIT_USAGE
+        return _report(_click_error(exc), as_json)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 1
     except Exception as exc:  # a bug: keep the traceback for the report, not for the user
@@ -720,7 +737,13 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     with tempfile.TemporaryDirectory(prefix="kgit-plots-") as tmp:
         folder = plots_dir or (Path(tmp) if fmt == "html" and not as_json else None)
         if folder is not None:
-            data["plots"] = [str(p) for p in plots_for(data, campaign, folder)]
+            try:
+                data["plots"] = [str(p) for p in plots_for(data, campaign, folder)]
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot write the plots into {folder}: {exc.strerror or exc}",
+                    hint="--plots DIR: a new or existing folder you can write to",
+                ) from None
         if as_json:
             emit(public(data), True, str)
             return
@@ -730,7 +753,13 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text)
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {output}: {exc.strerror or exc}",
+                hint="write the report into an existing folder you can write to",
+            ) from None
         obj.say(f"report written to {output}")
 
 
@@ -799,11 +828,13 @@ def csv() -> None:
 def csv_parse(obj: Ctx, file: Path, metric: str | None, as_json: bool) -> None:
     """Read a harness summary CSV strictly: rows, all_pass and the aggregate (geomean over
     PASS shapes; 0 when any shape failed). Exits 0 whenever the file parses."""
-    from kgit.views.bench_csv import parse_csv_data, render_csv_data
+    from kgit.records.yamltext import read_capped
+    from kgit.views.bench_csv import MAX_CSV_BYTES, parse_csv_data, render_csv_data
 
     if metric is None:
         try:
             metric = obj.campaign().manifest.primary_metric
         except KgitError:
             metric = "Forward TFLOPS"
-    emit(parse_csv_data(file.read_bytes(), metric, str(file)), as_json, render_csv_data)
+    data = read_capped(file, MAX_CSV_BYTES, "summary CSV")
+    emit(parse_csv_data(data, metric, str(file)), as_json, render_csv_data)

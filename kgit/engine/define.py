@@ -19,6 +19,7 @@ from typing import Any
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import KNOWN_METRICS
+from kgit.records.yamltext import load_yaml_text, read_text_capped
 from kgit.resources import data_dir
 
 # (question, default or None when an answer is required) -> the answer
@@ -166,12 +167,7 @@ def parse_shapes(answer: str, root: Path, op: str) -> list[dict[str, Any]]:
 
 
 def load_shapes_file(path: Path) -> list[dict[str, Any]]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"cannot read shapes from {path}: {exc}") from None
+    data = load_yaml_text(read_text_capped(path), str(path))
     if isinstance(data, dict):
         data = data.get("target_shapes")
     if not isinstance(data, list) or not all(isinstance(s, dict) for s in data):

@@ -15,7 +15,7 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, manifest_from_stored
 from kgit.records.names import CampaignRefs, campaign_of_branch, validate_campaign_name
-from kgit.records.notes import NOTE_VERSION, CampaignState, GateNote, RoundNote
+from kgit.records.notes import BASELINE, NOTE_VERSION, CampaignState, GateNote, RoundNote
 
 MANIFEST_FILE = "manifest.yaml"
 STATE_FILE = "state.json"
@@ -171,7 +171,22 @@ class Campaign:
             # costs ~25 ms, so only when some round has several notes.
             kept = self.kept_rounds()
             rounds = [(c, n) for c, n in rounds if kept.get(n.round) == c]
+        if self.state.baselined and not any(n.status == BASELINE for _, n in rounds):
+            raise self._notes_lost()
         return sorted(rounds, key=lambda item: item[1].round)
+
+    def _notes_lost(self) -> KgitError:
+        """The record says round-1 was measured but its note is gone: the notes ref was deleted
+        or rewritten by hand. Every view and verdict reads the baseline from it, so kgit stops
+        here rather than judging against nothing."""
+        ref = self.refs.round_notes
+        return KgitError(
+            f"campaign {self.name} has its baseline, but {ref} holds no baseline note "
+            "(the round notes were deleted or rewritten outside kgit)",
+            hint=f"restore {ref} from a clone or remote (git fetch origin '{ref}:{ref}'), or "
+            "find its last commit with `git fsck --lost-found` and "
+            f"`git update-ref {ref} <commit>`",
+        )
 
     def write_bench(self, commit: str, csv_bytes: bytes) -> None:
         self.repo.note_write(self.refs.bench_notes, commit, csv_bytes)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from kgit.errors import UsageError
+from kgit.records.yamltext import load_yaml_text
 
 MANIFEST_VERSION = 1
 
@@ -223,31 +225,93 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _list(value: Any) -> list[Any]:
+    """VALUE when it is a list, else []: the schema has already named a wrong type, and the
+    checks below must not crash on one."""
+    return value if isinstance(value, list) else []
+
+
 def _semantic_errors(data: dict[str, Any]) -> list[str]:
     problems = []
-    labels = [s.get("label") for s in data.get("target_shapes", []) if isinstance(s, dict)]
-    seen: set[Any] = set()
-    for index, label in enumerate(labels):
+    seen: set[str] = set()
+    for index, shape in enumerate(_list(data.get("target_shapes"))):
+        label = shape.get("label") if isinstance(shape, dict) else None
+        if not isinstance(label, str):
+            continue
         if label in seen:
             problems.append(f"target_shapes[{index}].label: duplicate label {label!r}")
         seen.add(label)
-    for index, label in enumerate(data.get("representative_shapes") or []):
-        if label not in seen:
+    for index, label in enumerate(_list(data.get("representative_shapes"))):
+        if isinstance(label, str) and label not in seen:
             problems.append(
                 f"representative_shapes[{index}]: {label!r} is not a label of target_shapes"
             )
     return problems
 
 
-def _load_yaml(text: str, source: str) -> dict[str, Any]:
-    import yaml  # only manifests being read from a user's file pay for the import
+def _repo_path_errors(data: dict[str, Any]) -> list[str]:
+    """kernel_source and protected_paths name files of the repository: an absolute path or a
+    '..' that climbs out of it is refused here, not later as a raw git error in export."""
+    problems = []
+    for key in ("kernel_source", "protected_paths"):
+        value = data.get(key)
+        paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for index, path in enumerate(paths):
+            parts = PurePosixPath(path).parts if isinstance(path, str) else ()
+            if parts and (PurePosixPath(path).is_absolute() or ".." in parts):
+                where = key if isinstance(value, str) else f"{key}[{index}]"
+                problems.append(
+                    f"{where}: {path!r} is outside the repository (expected a path relative to "
+                    "the repository root, without '..')"
+                )
+    return problems
 
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise UsageError(
-            f"{source} is not valid YAML: {exc}", hint="check the indentation"
-        ) from None
+
+_COMMANDS = (
+    "test_command",
+    "quick_command",
+    "benchmark_command",
+    "acceptance_command",
+    "rebuild_command",
+)
+
+
+def _command_errors(data: dict[str, Any]) -> list[str]:
+    """Commands run through the shell: one that cannot be split into words (an unclosed quote,
+    a trailing backslash) would fail only at baseline, after the campaign was created."""
+    problems = []
+    for key in _COMMANDS:
+        command = data.get(key)
+        if isinstance(command, str):
+            try:
+                shlex.split(command)
+            except ValueError as exc:
+                problems.append(f"{key}: {command!r} is not a valid shell command ({exc})")
+    return problems
+
+
+def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
+    """A TFLOPS metric counts FLOPs from M, N and K (Combined Step: 6·B·M·N·K / time), so every
+    shape of such a campaign needs them; without, the roofline and the combined metric fail
+    rounds later, far from the manifest."""
+    metric, shapes = data.get("primary_metric"), data.get("target_shapes")
+    if not isinstance(metric, str) or "TFLOPS" not in metric or not isinstance(shapes, list):
+        return []
+    problems = []
+    for index, shape in enumerate(shapes):
+        missing = [d for d in ("M", "N", "K") if isinstance(shape, dict) and d not in shape]
+        if missing:
+            problems.append(
+                f"target_shapes[{index}] ({shape.get('label')!r}): no {', '.join(missing)}; "
+                f"{metric} needs integer M, N and K in every shape"
+            )
+    return problems
+
+
+def _load_yaml(text: str, source: str) -> dict[str, Any]:
+    data = load_yaml_text(text, source)
+    if data is None:  # comments only: an empty manifest, whose missing fields are listed
+        return {}
     if not isinstance(data, dict):
         raise UsageError(
             f"{source} must be a YAML mapping of fields", hint="see templates/manifest.yaml"
@@ -289,6 +353,7 @@ def parse_manifest(
     data = _load_yaml(text, source) if text.strip() else {}
     data.update(overrides or {})
     problems = _schema_errors(data) + _semantic_errors(data)
+    problems += _repo_path_errors(data) + _gemm_shape_errors(data) + _command_errors(data)
     if problems:
         raise UsageError(
             f"{source} is invalid:\n  " + "\n  ".join(problems),

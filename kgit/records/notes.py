@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass, field, fields
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from kgit.errors import KgitError
@@ -42,9 +44,16 @@ def load_record(text: bytes | str, kind: str, version: int, what: str) -> dict[s
     """A stored YAML record of KIND (`kgit: KIND`), refused when it is not one or is newer."""
     import yaml  # kept off the read path: `kgit status` reads parsed notes from the cache
 
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    hint = (
+        f"a {what} was changed outside kgit: find it with `git log --notes='kgit/*'`, then "
+        "restore it from a clone or remove it (git notes --ref=REF remove COMMIT)"
+    )
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise KgitError(f"a stored {what} is not valid YAML: {exc}", hint=hint) from None
     if not isinstance(data, dict) or data.get("kgit") != kind:
-        raise KgitError(f"this is not a kgit {what}", hint="was it written by kgit?")
+        raise KgitError(f"this is not a kgit {what}", hint=hint)
     _check_version(data, version, what)
     return data
 
@@ -79,6 +88,39 @@ def dump_record(data: dict[str, Any], flow: bool | None = False) -> str:
 @functools.cache
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
+
+
+def type_problems(cls: type, data: dict[str, Any]) -> list[str]:
+    """The fields of DATA whose values do not have the types CLS declares. Notes kgit wrote
+    have them; a note from outside (an imported folder) is checked here before it is stored,
+    or a list where a number belongs crashes every later view."""
+    hints = typing.get_type_hints(cls)
+    return [
+        f"{name}: {value!r:.60} is not {hints[name]}"
+        for name, value in data.items()
+        if name in hints and not _has_type(value, hints[name])
+    ]
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_has_type(value, arg) for arg in args)
+    if origin is list:
+        return isinstance(value, list) and all(_has_type(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _has_type(k, args[0]) and _has_type(v, args[1]) for k, v in value.items()
+        )
+    if is_dataclass(hint):
+        return isinstance(value, dict) and not type_problems(hint, value)  # type: ignore[arg-type]
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

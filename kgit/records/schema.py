@@ -138,7 +138,11 @@ def check_new_header(header: tuple[str, ...], metric: str) -> None:
                 details="received: " + ",".join(header),
             )
     if len(set(header)) != len(header):
-        raise SchemaError("benchmark CSV header repeats a column", details=",".join(header))
+        raise SchemaError(
+            "benchmark CSV header repeats a column",
+            hint="give each column of the harness's CSV its own name",
+            details=",".join(header),
+        )
 
 
 def _number(text: str, row: int, label: str, column: str) -> float:
@@ -168,12 +172,7 @@ def _parse_row(index: int, cells: list[str], header: tuple[str, ...], metric: st
 
 def parse_bench_csv(data: bytes, metric: str, frozen: tuple[str, ...] | None = None) -> BenchTable:
     """Read a harness's summary CSV strictly. FROZEN is the baseline's header (None at baseline)."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SchemaError("benchmark CSV is not UTF-8 text") from None
-    lines = list(csv.reader(io.StringIO(text)))
-    lines = [line for line in lines if line]
+    lines = [line for line in _csv_lines(data) if line]
     if not lines:
         raise SchemaError("benchmark CSV is empty", hint="the harness wrote no header and no rows")
     header = tuple(lines[0])  # exact: a stray space in a column name is drift too
@@ -188,5 +187,26 @@ def parse_bench_csv(data: bytes, metric: str, frozen: tuple[str, ...] | None = N
             raise _bad(index, row.label, "label", "duplicate label")
         seen.add(row.label)
     if not rows:
-        raise SchemaError("benchmark CSV has a header but no rows")
+        raise SchemaError(
+            "benchmark CSV has a header but no rows",
+            hint="the harness must write one row per shape it was given (--shapes)",
+        )
     return BenchTable(header, rows)
+
+
+_TEXT_HINT = "the harness's --summary-csv must be UTF-8 CSV text (did it write another file?)"
+
+
+def _csv_lines(data: bytes) -> list[list[str]]:
+    """The CSV's rows of cells; binary data, and CSV the reader gives up on (an unclosed quote,
+    a field over its size limit), are schema errors, not crashes."""
+    if b"\0" in data:
+        raise SchemaError("benchmark CSV holds NUL bytes: it is binary data", hint=_TEXT_HINT)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SchemaError("benchmark CSV is not UTF-8 text", hint=_TEXT_HINT) from None
+    try:
+        return list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise SchemaError(f"benchmark CSV cannot be read as CSV: {exc}", hint=_TEXT_HINT) from None

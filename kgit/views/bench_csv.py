@@ -9,6 +9,9 @@ from typing import Any
 from kgit.judge.scoring import score, shape_metric
 from kgit.records.schema import parse_bench_csv
 
+# A summary CSV has a row per shape, ~150 bytes each: 16 MB is 100,000 shapes.
+MAX_CSV_BYTES = 16_000_000
+
 
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None  # NaN is not JSON

@@ -172,13 +172,20 @@ def export_files(campaign: Campaign) -> dict[str, bytes]:
 
 
 def export_campaign(campaign: Campaign, folder: Path) -> dict[str, Any]:
-    if folder.exists() and any(folder.iterdir()):
-        raise UsageError(f"{folder} is not empty", hint="export into a new or empty folder")
-    files = export_files(campaign)
-    for relative, data in files.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+    files = export_files(campaign)  # read the whole record first: nothing is written on an error
+    try:
+        if folder.is_dir() and any(folder.iterdir()):
+            raise UsageError(f"{folder} is not empty", hint="export into a new or empty folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        for relative, data in files.items():
+            path = folder / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the export into {folder}: {exc.strerror or exc}",
+            hint="export into a new or empty folder you can write to",
+        ) from None
     rounds = sum(1 for p in files if p.endswith("/summary.md"))
     return {
         "campaign": campaign.name,

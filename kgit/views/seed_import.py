@@ -5,13 +5,20 @@ The baseline's kernel snapshot is applied on HEAD (no new commit when it matches
 rounds as commits on the new best line, rolled-back rounds as commits kept under
 refs/kgit/<campaign>/rounds/N. Notes come from each summary.md's front matter and the byte-exact
 benchmark.csv. Commits are built with plumbing in a private index: the work tree is not touched.
+
+Import is all or nothing: every file is read and every note checked before the first write, no
+symbolic link is followed (a link in a snapshot would commit the file it points at), and a
+failure while writing puts the campaign's refs back as they were.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +28,8 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, harness_paths, parse_manifest
 from kgit.records.names import CampaignRefs, validate_campaign_name
-from kgit.records.notes import ACCEPTING, BASELINE, RoundNote
+from kgit.records.notes import ACCEPTING, BASELINE, RoundNote, type_problems
+from kgit.records.yamltext import load_yaml_text
 from kgit.views.record import RECORD_KEYS
 from kgit.views.seed_export import HARNESS_FILE, SUMMARY_KIND
 
@@ -29,24 +37,75 @@ SEED_ONLY = ("git_commit", "git_branch", "created", "kgit")
 _ROUND_DIR = re.compile(r"round-([0-9]+)")
 
 
-def _load_yaml(text: str, source: str) -> Any:
-    import yaml
+_LINK_HINT = (
+    "replace the link by a copy of the file it points at, or delete it, then import again "
+    "(kgit import never follows links: it would commit whatever they point at)"
+)
 
+
+def _refuse_links(path: Path, folder: Path) -> None:
+    """Refuse PATH when it, or a folder between FOLDER and it, is a symbolic link."""
+    current = folder
+    for part in path.relative_to(folder).parts:
+        current = current / part
+        if current.is_symlink():
+            raise UsageError(f"{current} is a symbolic link", hint=_LINK_HINT)
+
+
+def _read_bytes(path: Path, folder: Path) -> bytes | None:
+    """The bytes of the regular file PATH inside FOLDER, None when there is none; never
+    through a link."""
+    _refuse_links(path, folder)
+    if not path.is_file():
+        return None
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{source} is not valid YAML: {exc}") from None
+        return path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}", hint="check its permissions") from None
+
+
+def _read_text(path: Path, folder: Path) -> str | None:
+    data = _read_bytes(path, folder)
+    try:
+        return None if data is None else data.decode()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text", hint="kgit export writes UTF-8") from None
+
+
+def _snapshot(snapshot: Path, folder: Path) -> dict[str, bytes]:
+    """Every regular file under a round's kernel_snapshot/, by its path inside it."""
+    _refuse_links(snapshot, folder)
+    files: dict[str, bytes] = {}
+    for top, dirs, names in os.walk(snapshot):  # os.walk does not descend into linked folders
+        for entry in sorted([*dirs, *names]):
+            path = Path(top) / entry
+            if path.is_symlink():
+                raise UsageError(f"{path} is a symbolic link", hint=_LINK_HINT)
+            if entry in names and not path.is_file():
+                raise UsageError(
+                    f"{path} is not a regular file", hint="remove it from the snapshot"
+                )
+        for entry in names:
+            path = Path(top) / entry
+            files[path.relative_to(snapshot).as_posix()] = _read_bytes(path, folder) or b""
+    return dict(sorted(files.items()))
+
+
+_MANIFEST_HINT = "kgit export writes the seed's manifest.yaml; compare with templates/manifest.yaml"
 
 
 def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
     path = folder / "manifest.yaml"
-    if not path.is_file():
+    text = _read_text(path, folder)
+    if text is None:
         raise UsageError(f"{folder} has no manifest.yaml", hint="is it a seed campaign folder?")
-    data = _load_yaml(path.read_text(), str(path))
+    data = load_yaml_text(text, str(path))
     if not isinstance(data, dict):
-        raise UsageError(f"{path} is not a mapping of fields")
+        raise UsageError(f"{path} is not a mapping of fields", hint=_MANIFEST_HINT)
     extra = {k: data.pop(k) for k in SEED_ONLY if k in data}
     kgit = extra.get("kgit") or {}
+    if not isinstance(kgit, dict):
+        raise UsageError(f"{path}: its kgit section is not a mapping", hint=_MANIFEST_HINT)
     for key in ("timeout_s", "protected_paths", "rebuild_command", "acceptance_command"):
         if kgit.get(key) is not None:
             data[key] = kgit[key]
@@ -58,34 +117,74 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
     return manifest, extra
 
 
-def read_round(folder: Path) -> dict[str, Any]:
+_FRONT_HINT = "kgit import reads folders written by kgit export; compare with another round's"
+
+
+def read_round(folder: Path, top: Path, number: int, metric: str) -> dict[str, Any]:
+    """Round NUMBER's front matter, snapshot and CSV from its FOLDER inside the campaign
+    folder TOP, checked as far as the writes and later views will need it (its note measures
+    the campaign's METRIC)."""
     path = folder / "summary.md"
-    text = path.read_text() if path.is_file() else ""
+    text = _read_text(path, top) or ""
     if not text.startswith("---\n") or "\n---\n" not in text[3:]:
-        raise UsageError(
-            f"{path} has no YAML front matter",
-            hint="kgit import reads folders written by kgit export",
-        )
-    front = _load_yaml(text[4 : text.index("\n---\n", 3) + 1], str(path))
+        raise UsageError(f"{path} has no YAML front matter", hint=_FRONT_HINT)
+    front = load_yaml_text(text[4 : text.index("\n---\n", 3) + 1], str(path))
     if not isinstance(front, dict) or front.get("kgit") != SUMMARY_KIND:
-        raise UsageError(f"{path}: the front matter is not a kgit round summary")
-    snapshot = folder / "kernel_snapshot"
-    front["snapshot"] = {
-        p.relative_to(snapshot).as_posix(): p.read_bytes()
-        for p in sorted(snapshot.rglob("*"))
-        if p.is_file()
-    }
-    bench = folder / "artifacts" / "benchmark.csv"
-    front["csv"] = bench.read_bytes() if bench.is_file() else None
+        raise UsageError(f"{path}: the front matter is not a kgit round summary", hint=_FRONT_HINT)
+    _check_front(front, number, path, metric)
+    front["snapshot"] = _snapshot(folder / "kernel_snapshot", top)
+    front["csv"] = _read_bytes(folder / "artifacts" / "benchmark.csv", top)
     return front
 
 
-def read_rounds(folder: Path) -> list[dict[str, Any]]:
+def _check_front(front: dict[str, Any], number: int, path: Path, metric: str) -> None:
+    """Refuse a front matter that the writes would trip on, before anything is written."""
+    problem = None
+    if front.get("round") != number:
+        problem = f"round is {front.get('round')!r}, not {number} as the folder's name says"
+    elif not isinstance(front.get("status"), str):
+        problem = "status is missing"
+    elif "abandoned" in front:
+        lost = front["abandoned"]
+        if not isinstance(lost, dict) or lost.get("round") != number:
+            problem = f"abandoned needs round: {number}, hypothesis and at"
+        elif not all(isinstance(lost.get(key), str) for key in ("hypothesis", "at")):
+            problem = "abandoned needs its hypothesis and at (text)"
+    elif not isinstance(front.get("note"), dict):
+        problem = "note is missing or not a mapping"
+    elif not isinstance(front.get("recorded") or {}, dict):
+        problem = "recorded is not a mapping"
+    else:
+        problem = _note_problem(front["note"], metric)
+    if problem:
+        raise UsageError(f"{path}: the front matter is invalid: {problem}", hint=_FRONT_HINT)
+
+
+def _note_problem(note: dict[str, Any], metric: str) -> str | None:
+    problems = type_problems(RoundNote, note)
+    if problems:
+        return "note." + problems[0]
+    if note.get("metric") != metric:
+        return (
+            f"note.metric: {note.get('metric')!r} is not the manifest's primary_metric {metric!r}"
+        )
+    try:
+        RoundNote.from_dict({**note, "campaign": "check", "parent": None})
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        return f"note: {exc}"
+    return None
+
+
+def read_rounds(folder: Path, metric: str) -> list[dict[str, Any]]:
     found = []
-    for child in (folder / "rounds").iterdir() if (folder / "rounds").is_dir() else []:
+    rounds_dir = folder / "rounds"
+    _refuse_links(rounds_dir, folder)
+    for child in sorted(rounds_dir.iterdir()) if rounds_dir.is_dir() else []:
         match = _ROUND_DIR.fullmatch(child.name)
+        if match:
+            _refuse_links(child, folder)
         if match and child.is_dir():
-            found.append((int(match[1]), read_round(child)))
+            found.append((int(match[1]), read_round(child, folder, int(match[1]), metric)))
     rounds = [front for _, front in sorted(found, key=lambda item: item[0])]
     if not rounds or rounds[0].get("status") != BASELINE:
         raise UsageError(
@@ -153,20 +252,22 @@ def _harness(folder: Path, manifest: Manifest) -> dict[str, bytes]:
     files = {}
     for index, path in enumerate(protected):
         source = folder / HARNESS_FILE if index == 0 else folder / HARNESS_DIR / path
-        if source.is_file():
-            files[path] = source.read_bytes()
+        data = _read_bytes(source, folder)
+        if data is not None:
+            files[path] = data
     return files
 
 
 def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
     validate_campaign_name(name)
     manifest, extra = read_manifest(folder)
-    rounds = read_rounds(folder)
+    rounds = read_rounds(folder, manifest.primary_metric)
+    harness = _harness(folder, manifest)
     head = repo.rev_parse("HEAD")
     if head is None:
         raise KgitError("this repository has no commit yet", hint="import into the kernel's repo")
     importer = _Importer(repo, manifest, name)
-    with repo.write_lock():
+    with repo.write_lock(), _all_or_nothing(repo, importer.refs):
         if name in list_campaigns(repo) or repo.rev_parse(importer.refs.best):
             raise UsageError(f"campaign {name!r} already exists", hint="kgit import DIR --name NEW")
         base = importer.apply(head, rounds[0])
@@ -181,7 +282,7 @@ def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
             if front["status"] in ACCEPTING:
                 best = commit
         repo.update_ref(importer.refs.best, best, None, f"kgit: {name} imported")
-        _finish_state(campaign, folder, manifest, extra, rounds, abandoned)
+        _finish_state(campaign, harness, manifest, extra, rounds, abandoned)
     configure_git(repo)
     install_hooks(repo)
     return {
@@ -195,14 +296,13 @@ def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
 
 def _finish_state(
     campaign: Campaign,
-    folder: Path,
+    harness: dict[str, bytes],
     manifest: Manifest,
     extra: dict[str, Any],
     rounds: list[dict[str, Any]],
     abandoned: list[dict[str, Any]],
 ) -> None:
     baseline = rounds[0]
-    harness = _harness(folder, manifest)
     state = campaign.state
     state.created = str(extra.get("created") or state.created)
     state.frozen_header = _frozen_header(baseline["csv"])
@@ -218,3 +318,23 @@ def _finish_state(
         "imported from a seed campaign folder",
         {f"{HARNESS_DIR}/{p}": d for p, d in harness.items()},
     )
+
+
+@contextmanager
+def _all_or_nothing(repo: Repo, refs: CampaignRefs) -> Iterator[None]:
+    """On any failure inside, put the campaign's refs and notes refs back as they were (the
+    objects written meanwhile are unreachable and left to git gc), so that importing again
+    does not find a half campaign that "already exists"."""
+    prefixes = [refs.record.rsplit("/", 1)[0] + "/", refs.best.rsplit("/", 1)[0] + "/",
+                refs.round_notes.rsplit("/", 1)[0] + "/"]  # fmt: skip
+    before = {ref: sha for prefix in prefixes for ref, sha in repo.refs(prefix).items()}
+    try:
+        yield
+    except BaseException:
+        after = {ref: sha for prefix in prefixes for ref, sha in repo.refs(prefix).items()}
+        for ref, sha in after.items():
+            if ref not in before:
+                repo.delete_ref(ref, sha)
+            elif before[ref] != sha:
+                repo.update_ref(ref, before[ref], sha, "kgit: import undone")
+        raise

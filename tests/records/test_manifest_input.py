@@ -1,0 +1,128 @@
+"""Hostile or careless manifests (issue 12, item 9): each is refused fast, with the line or the
+key to fix, and `kgit init` writes nothing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kgit.errors import UsageError
+from kgit.records.manifest import parse_manifest
+from kgit.records.yamltext import load_yaml_text
+from tests.conftest import git, run_kgit
+
+# 9 levels of 9 aliases: ~600 bytes that expand to 9^9 strings.
+ALIAS_BOMB = "".join(
+    f"{name}: &{name} [{','.join([f'*{prev}'] * 9) if prev else ','.join(['lol'] * 9)}]\n"
+    for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)
+
+
+def init_refused(repo: Path, manifest: str, *extra: str) -> str:
+    (repo / "manifest.yaml").write_text(manifest)
+    start = time.monotonic()
+    result = run_kgit("init", "c1", "--manifest", "manifest.yaml", "--no-input", *extra)
+    assert time.monotonic() - start < 10
+    assert result.code == 2, result
+    assert "hint:" in result.err and "Traceback" not in result.err
+    assert git(repo, "for-each-ref", "refs/kgit/", "refs/heads/kgit/") == ""
+    return result.err
+
+
+def test_an_alias_bomb_is_refused_at_once(kernel_repo: Path) -> None:
+    assert len(ALIAS_BOMB) < 700
+    # Named by a field, the expansion is what jsonschema and json.dumps would walk: 9^9 items.
+    text = (kernel_repo / "manifest.yaml").read_text() + ALIAS_BOMB + "representative_shapes: *i\n"
+    assert "manifest.yaml line 17: YAML aliases (*a) are not allowed" in init_refused(
+        kernel_repo, text
+    )
+
+
+def test_a_harmless_alias_is_refused_too(kernel_repo: Path) -> None:
+    text = (
+        (kernel_repo / "manifest.yaml")
+        .read_text()
+        .replace("target_gpu: CPU", "target_gpu: &gpu CPU\ntarget_lang: *gpu")
+    )
+    assert "YAML aliases (*gpu)" in init_refused(kernel_repo, text)
+
+
+def test_a_huge_manifest_is_refused_before_it_is_parsed(kernel_repo: Path) -> None:
+    text = (kernel_repo / "manifest.yaml").read_text() + "# padding\n" * 1_600_000
+    assert "manifest.yaml is over 1,000,000 bytes" in init_refused(kernel_repo, text)
+
+
+def test_a_manifest_of_many_shapes_under_the_cap_is_read() -> None:
+    head = "target_op: g\ntarget_backend: T\nprimary_metric: Forward TFLOPS\n"
+    head += "test_command: t\nquick_command: python h.py\ntarget_shapes:\n"
+    shapes = "".join(f"  - {{label: s{i}, M: {i + 1}, N: 8, K: 8}}\n" for i in range(2000))
+    manifest, _ = parse_manifest(head + shapes)
+    assert len(manifest.target_shapes) == 2000
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("kernel_source: ../../x", "kernel_source: '../../x' is outside the repository"),
+        ("kernel_source: /etc/passwd", "kernel_source: '/etc/passwd' is outside the repository"),
+        ("kernel_source: [ok.py, a/../../b.py]", "kernel_source[1]: 'a/../../b.py' is outside"),
+        (
+            "kernel_source: kernel.txt\nprotected_paths: [../harness.py]",
+            "protected_paths[0]: '../harness.py' is outside",
+        ),
+    ],
+)
+def test_paths_must_stay_inside_the_repository(kernel_repo: Path, line: str, message: str) -> None:
+    text = (kernel_repo / "manifest.yaml").read_text().replace("kernel_source: kernel.txt", line)
+    assert message in init_refused(kernel_repo, text)
+
+
+def test_a_path_flag_is_checked_like_the_manifest(kernel_repo: Path) -> None:
+    text = (kernel_repo / "manifest.yaml").read_text()
+    err = init_refused(kernel_repo, text, "--kernel-source", "../../etc/shadow")
+    assert "kernel_source[0]: '../../etc/shadow' is outside the repository" in err
+
+
+def test_a_duplicate_key_names_the_key_and_both_lines(kernel_repo: Path) -> None:
+    text = (kernel_repo / "manifest.yaml").read_text() + "target_op: gemm_fp8\n"
+    err = init_refused(kernel_repo, text)
+    assert "line 16: duplicate key 'target_op' (first at line 1)" in err
+
+
+def test_a_duplicate_key_inside_a_shape_is_found(kernel_repo: Path) -> None:
+    text = (kernel_repo / "manifest.yaml").read_text()
+    text = text.replace("{label: s128, M: 128,", "{label: s128, M: 128, M: 256,")
+    assert "line 11: duplicate key 'M' (first at line 11)" in init_refused(kernel_repo, text)
+
+
+def test_a_tflops_shape_without_k_is_refused_by_its_label(kernel_repo: Path) -> None:
+    text = (kernel_repo / "manifest.yaml").read_text()
+    text = text.replace("{label: s256, M: 256, N: 256, K: 256}", "{label: s256, M: 256, N: 256}")
+    err = init_refused(kernel_repo, text)
+    assert "target_shapes[2] ('s256'): no K; Forward TFLOPS needs integer M, N and K" in err
+
+
+def test_a_bandwidth_metric_needs_no_k() -> None:
+    text = "target_op: rmsnorm\ntarget_backend: T\nprimary_metric: Forward GB/s\n"
+    text += "test_command: t\nquick_command: python h.py\ntarget_shapes: [{label: x, M: 8, N: 8}]\n"
+    assert parse_manifest(text)[0].shape_labels == ["x"]
+
+
+def test_a_shapes_file_is_read_as_carefully(kernel_repo: Path) -> None:
+    (kernel_repo / "shapes.yaml").write_text(ALIAS_BOMB)
+    text = (kernel_repo / "manifest.yaml").read_text()
+    err = init_refused(kernel_repo, text, "--shapes-file", "shapes.yaml")
+    assert "shapes.yaml line 2: YAML aliases (*a) are not allowed" in err
+
+
+def test_yaml_text_reads_plain_documents() -> None:
+    assert load_yaml_text("a: [1, {b: 2}]\n'1': x\n1: y\n", "f") == {
+        "a": [1, {"b": 2}],
+        "1": "x",
+        1: "y",
+    }
+    assert load_yaml_text("", "f") is None
+    with pytest.raises(UsageError, match="f is not valid YAML"):
+        load_yaml_text("a: 1\n---\nb: 2\n", "f")

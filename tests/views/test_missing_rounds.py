@@ -1,0 +1,60 @@
+"""`kgit log` before any round, and a campaign whose round notes were deleted by hand (issue 12,
+item 7): an empty table or a clear refusal with a hint, never a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgit.views.lineage import github_table
+from tests.conftest import commit, git, run_kgit
+
+
+def test_an_empty_table_is_its_header() -> None:
+    assert github_table(["round", "status"], []) == "| round | status |\n|-------|--------|"
+
+
+def test_a_table_is_as_wide_as_its_widest_cell() -> None:
+    table = github_table(["a", "status"], [["round-12", "x"]])
+    assert table == "| a        | status |\n|----------|--------|\n| round-12 | x      |"
+
+
+def test_log_before_the_baseline_says_there_is_no_round(kernel_repo: Path) -> None:
+    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+    result = run_kgit("log")
+    assert result.code == 0, result
+    assert result.out.startswith("| round ")
+    assert "no round recorded yet: kgit baseline" in result.out
+    assert run_kgit("log", "--json").json() == []
+
+
+@pytest.mark.parametrize("command", [["log"], ["status"], ["round", "validate"]])
+def test_deleted_round_notes_are_refused_with_a_hint(campaign: Path, command: list[str]) -> None:
+    assert run_kgit("round", "start", "faster").code == 0
+    (campaign / "kernel.txt").write_text("speed: 120\n")
+    assert commit(campaign, "faster").returncode == 0
+    git(campaign, "update-ref", "-d", "refs/notes/kgit/c1/rounds")
+    before = git(campaign, "for-each-ref")
+    result = run_kgit("-q", *command)
+    assert result.code == 1, result
+    assert "Traceback" not in result.err and "crashed" not in result.err
+    assert "refs/notes/kgit/c1/rounds holds no baseline note" in result.err
+    assert "hint: restore refs/notes/kgit/c1/rounds" in result.err
+    assert git(campaign, "for-each-ref") == before
+
+
+def test_a_removed_baseline_note_is_refused_too(campaign: Path) -> None:
+    git(campaign, "notes", "--ref=refs/notes/kgit/c1/rounds", "remove", "HEAD")
+    result = run_kgit("log")
+    assert result.code == 1 and "holds no baseline note" in result.err, result
+
+
+@pytest.mark.parametrize("text", ["kgit: round\na: [", "just a line someone wrote"])
+def test_a_note_garbled_by_hand_is_refused_with_a_hint(campaign: Path, text: str) -> None:
+    git(campaign, "notes", "--ref=refs/notes/kgit/c1/rounds", "add", "-f", "-m", text, "HEAD")
+    result = run_kgit("log")
+    assert result.code == 1 and "Traceback" not in result.err, result
+    assert (
+        "round note" in result.err and "hint: a round note was changed outside kgit" in result.err
+    )
