@@ -255,6 +255,16 @@ def _harness(folder: Path, manifest: Manifest) -> dict[str, bytes]:
         data = _read_bytes(source, folder)
         if data is not None:
             files[path] = data
+    # The other frozen files (the gate's tests, since kgit freezes what test_command names).
+    extra = folder / HARNESS_DIR
+    if extra.is_dir() and not extra.is_symlink():
+        for source in sorted(extra.rglob("*")):
+            path = source.relative_to(extra).as_posix()
+            if path in files or not source.is_file() or source.is_symlink():
+                continue
+            data = _read_bytes(source, folder)
+            if data is not None:
+                files[path] = data
     return files
 
 
