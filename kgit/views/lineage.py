@@ -148,6 +148,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
         # Round branches no open round owns (kgit doctor explains each).
         "stray_branches": [b.short for b in stray_round_branches(campaign)],
+        # Unstaged edits the commit gate set aside and could not put back (a killed commit).
+        "saved_patches": saved_patches(campaign),
     }
     if open_round:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
@@ -242,9 +244,18 @@ def render_status(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def saved_patches(campaign: Campaign) -> list[str]:
+    folder = campaign.repo.kgit_dir() / "patches"
+    return [str(p) for p in sorted(folder.glob("*.patch"))] if folder.is_dir() else []
+
+
 def _recovery_lines(data: dict[str, Any]) -> list[str]:
     """What a killed command left, in words (the next step says how to go on)."""
-    lines = []
+    lines = [
+        f"warning   unstaged edits saved by an interrupted commit gate: git apply {path} "
+        "(then delete it)"
+        for path in data.get("saved_patches", [])
+    ]
     stale = data["closed_round_checked_out"]
     if stale is not None:
         lines.append(

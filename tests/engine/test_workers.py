@@ -251,3 +251,14 @@ def test_an_ignored_sitecustomize_in_the_work_tree_cannot_fake_the_numbers(campa
     data = run_kgit("-q", "round", "validate", "--json").json()
     assert data["decision"] == "ROLLED BACK", data  # type: ignore[index]
     assert data["delta_vs_best_pct"] < -15  # type: ignore[index, operator]
+
+
+def test_status_points_to_edits_a_killed_commit_gate_left_aside(campaign: Path) -> None:
+    # A SIGKILL cannot be caught: the gate's saved patch is what is left of the user's edits.
+    folder = campaign / ".git" / "kgit" / "patches"
+    folder.mkdir(parents=True, exist_ok=True)
+    patch = folder / "unstaged-20261203-080000-1.patch"
+    patch.write_text("diff --git a/x b/x\n")
+    shown = run_kgit("status")
+    assert shown.code == 0 and f"git apply {patch}" in shown.out
+    assert run_kgit("status", "--json").json()["saved_patches"] == [str(patch)]  # type: ignore[index]
