@@ -379,6 +379,11 @@ class Repo:
                 paths.append(entry[3:].decode())
         return paths
 
+    def unclean_paths(self) -> list[str]:
+        """Tracked files that differ from HEAD, and untracked files git does not ignore."""
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        return [entry[3:].decode() for entry in out.split(b"\0") if len(entry) > 3]
+
     def switch(self, branch_ref: str) -> None:
         """Check out a local branch (full ref) in this work tree."""
         self.git("checkout", "-q", branch_ref.removeprefix("refs/heads/"))

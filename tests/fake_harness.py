@@ -10,7 +10,8 @@ in the file PATH) speed A, B, ... in turn.
 Started by kgit with KGIT_WORKER=1, a kernel with the flag `worker` speaks the measuring worker
 protocol (kgit/records/protocol.py, written out here: a harness need not import kgit);
 `worker_crash_at: N` exits in the middle of the N-th block request, `worker_hang_at: N` never
-answers it.
+answers it, `print_ready: LINE` says it is ready with LINE; `tamper_reference` (a hostile kernel)
+rewrites the sibling reference work tree's kernel.txt from the candidate's.
 """
 
 import argparse
@@ -86,7 +87,8 @@ def write_csv(path: str, shapes: list[dict], settings: dict[str, str], flags: se
 
 def serve(settings: dict[str, str], flags: set[str], code: int) -> None:
     """The measuring worker protocol, by hand."""
-    print("\nkgit-worker-ready: " + json.dumps({"protocol": 1, "exit": code}), flush=True)
+    ready = "kgit-worker-ready: " + json.dumps({"protocol": 1, "exit": code})
+    print("\n" + settings.get("print_ready", ready), flush=True)
     for blocks, line in enumerate(sys.stdin, 1):
         request = json.loads(line)
         if request.get("cmd") != "block":
@@ -109,6 +111,9 @@ def main() -> int:
     args = parser.parse_args()
     settings, flags = read_kernel()
     next_speed(settings)
+    if "tamper_reference" in flags and Path.cwd().name == "candidate":  # a hostile kernel
+        target = Path.cwd().parent / "reference" / "kernel.txt"
+        target.write_text(target.read_text().replace("speed: 100", "speed: 50"))
     if "hang" in flags:
         time.sleep(600)
     if "flood" in flags:

@@ -7,6 +7,7 @@ round's commit reachable from `refs/kgit/<campaign>/rounds/<N>` with its notes.
 
 from __future__ import annotations
 
+import json
 import statistics
 from typing import Any
 
@@ -163,7 +164,7 @@ def _shape_results(
     labels: list[str],
     plain: dict[str, float],
 ) -> list[ShapeResult]:
-    failing = set(outcome.passes[-1].score.failing) if outcome.passes else set()
+    failing = set(outcome.evidence.failed)
     deltas = outcome.verdict.shape_deltas
     return [
         ShapeResult(
@@ -190,13 +191,21 @@ def _plain_means(runs: list[dict[str, float]], labels: list[str]) -> dict[str, f
     }
 
 
-def _prior_evidence(campaign: Campaign, tip: str, number: int, tree: str) -> Evidence | None:
-    """What earlier validations of this round measured of this very tree (an amended or rebased
-    commit carries its old note: a different tree starts over)."""
-    earlier = campaign.read_round(tip)
-    if earlier is None or earlier.round != number or earlier.tree != tree:
-        return None
-    return Evidence.from_dict(earlier.evidence)
+def _evidence_path(number: int, tree: str) -> str:
+    return f"evidence/round-{number}/{tree}.json"
+
+
+def _recorded_evidence(campaign: Campaign, number: int, tree: str) -> Evidence | None:
+    """The evidence about TREE as kgit recorded it in the campaign record: earlier validations
+    of this very tree pool with it, and accept judges from it. Never read from the note, which
+    anyone can edit or delete (a deleted note once reset the pooling; forged pairs passed)."""
+    found = campaign.repo.read_objects([f"{campaign.record_sha}:{_evidence_path(number, tree)}"])
+    return Evidence.from_dict(json.loads(found[0][1])) if found and found[0] else None
+
+
+def _active_labels(campaign: Campaign, full: bool) -> list[str]:
+    active = campaign.manifest.shape_labels if full else campaign.state.representative
+    return [label for label in active if label not in campaign.state.inactive]
 
 
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
@@ -215,10 +224,9 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     best = best_values(rounds)
     baseline = rounds[0][1].values() if rounds else {}
     baseline_blocks = rounds[0][1].statistics.get("block_values", {}) if rounds else {}
-    active = campaign.manifest.shape_labels if full else campaign.state.representative
-    labels = [label for label in active if label not in campaign.state.inactive]
+    labels = _active_labels(campaign, full)
     tree = campaign.repo.tree_of(tip)
-    prior = _prior_evidence(campaign, tip, open_round.number, tree)
+    prior = _recorded_evidence(campaign, open_round.number, tree)
     note = RoundNote(
         campaign=campaign.name,
         round=open_round.number,
@@ -308,6 +316,8 @@ def _record(
     folder = f"runs/round-{note.round}/validation-{v}"
     extra = {f"{folder}/run-{i}.csv": r.csv for i, r in enumerate(runs[1:], 2)}
     extra |= {f"{folder}/reference-{i}.csv": r.csv for i, r in enumerate(best_runs or [], 1)}
+    if note.evidence and note.tree:
+        extra[_evidence_path(note.round, note.tree)] = json.dumps(note.evidence).encode()
     with repo.write_lock():
         current = campaign.reload()
         open_round = current.state.open_round
@@ -369,7 +379,21 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             "(amended or rebased after validate?)",
             hint="kgit round validate measures these files; accept follows its verdict",
         )
-    recomputed = rejudge(campaign, note, best_values(campaign.all_rounds()))
+    evidence = _recorded_evidence(campaign, note.round, tree)
+    expected = _active_labels(campaign, note.level == "full")
+    if evidence is None or evidence.tree != tree or evidence.labels != expected:
+        raise KgitError(
+            f"round-{note.round} has no recorded evidence about its commit's files on its "
+            "active shapes",
+            hint="kgit round validate (accept judges from what kgit recorded, not from the note)",
+        )
+    if evidence.reference != campaign.best_tip():
+        raise KgitError(
+            f"round-{note.round} was measured against {evidence.reference[:10]}, not the best "
+            "line's tip",
+            hint="kgit round validate measures it against the best line as it is",
+        )
+    recomputed = rejudge(campaign, evidence, best_values(campaign.all_rounds()))
     if not recomputed.accepts:
         raise KgitError(
             f"round-{note.round}'s stored evidence does not support its verdict "

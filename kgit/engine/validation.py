@@ -27,7 +27,7 @@ from typing import Any
 from kgit.engine.measure import HarnessError, Measurement, Say, check_fingerprint, measure
 from kgit.engine.store import Campaign
 from kgit.engine.workers import Side, start_side
-from kgit.engine.worktree import measuring_tree
+from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
 from kgit.judge.scoring import Score, geomean
 from kgit.judge.stats import ABJudgement, Estimate, Pair, calibrate_floors, judge_pairs
@@ -40,7 +40,7 @@ from kgit.judge.verdict import (
     seed_verdict,
 )
 from kgit.records.evidence import Evidence
-from kgit.records.notes import ROLLED_BACK, RoundNote
+from kgit.records.notes import ROLLED_BACK
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,10 @@ def validate(
             f"pooling with {prior.validations} earlier validation(s) of this tree "
             f"({len(prior.runs)} run(s), {len(prior.pairs)} pair(s))"
         )
+    if prior is not None and prior.failed:  # Check is a hard gate: the same files fail again
+        prior.validations += 1
+        failed = [f"shape {label}: Check FAIL (an earlier validation)" for label in prior.failed]
+        return Outcome(correctness_verdict(failed, target.reference_values), prior)
     path = measuring_tree(campaign, target.candidate, "candidate", say, echo=echo)
     if policy == "interleaved":
         return _interleaved(campaign, target, path, prior, say, echo=echo)
@@ -115,12 +119,14 @@ def _seed(
     new_runs = 0
     while True:
         run = measure(campaign, shapes, frozen, say, echo=echo, tree=path)
+        require_pristine(path, "candidate")
         check_fingerprint(campaign.state.fingerprint, run.fingerprint)
         outcome.passes.append(run)
         new_runs += 1
         evidence.seconds = round(evidence.seconds + time.monotonic() - start, 3)
         start = time.monotonic()
         if run.score.failing:
+            evidence.failed = list(run.score.failing)
             outcome.verdict = correctness_verdict(
                 [f"shape {label}: Check FAIL" for label in run.score.failing], reference
             )
@@ -193,11 +199,13 @@ def _interleaved(
         outcome = Outcome(Verdict("", "", []), evidence, [b.first])
         evidence.runs.append(dict(b.first.score.values))
         if b.first.score.failing:
+            evidence.failed = list(b.first.score.failing)
             outcome.verdict = correctness_verdict(
                 [f"shape {label}: Check FAIL" for label in b.first.score.failing],
                 target.reference_values,
             )
             return outcome
+        require_pristine(reference_tree, "reference")
         a = start_side(
             campaign,
             "A",
@@ -217,12 +225,15 @@ def _interleaved(
                 {"a": dict(a.first.score.values), "b": dict(b.first.score.values)}
             )
         failing = _sample(campaign, (a, b), shapes, floors, evidence, say)
+        require_pristine(reference_tree, "reference")
+        require_pristine(path, "candidate")
     finally:
         for side in sides:
             side.close()
         if evidence is not None:
             evidence.seconds = round(evidence.seconds + time.monotonic() - start, 3)
     if failing:
+        evidence.failed = failing
         outcome.verdict = correctness_verdict(
             [f"shape {label}: Check FAIL in a block" for label in failing], target.reference_values
         )
@@ -416,12 +427,11 @@ def baseline_pass(
 # -- accept's check ----------------------------------------------------------------------------
 
 
-def rejudge(campaign: Campaign, note: RoundNote, best: dict[str, float]) -> Verdict:
-    """The verdict recomputed from the evidence stored in NOTE: accept follows what the
-    measurements say, not a decision written in a note."""
-    evidence = Evidence.from_dict(note.evidence)
-    if evidence is None or not (evidence.runs or evidence.pairs):
-        return Verdict(ROLLED_BACK, NOT_MEASURED, ["the note holds no measurements"])
+def rejudge(campaign: Campaign, evidence: Evidence, best: dict[str, float]) -> Verdict:
+    """The verdict recomputed from recorded EVIDENCE: accept follows what the measurements say,
+    not a decision written in a note."""
+    if not evidence.labels or not (evidence.runs or evidence.pairs):
+        return Verdict(ROLLED_BACK, NOT_MEASURED, ["the evidence holds no measurements"])
     manifest = campaign.manifest
     if evidence.policy == "interleaved":
         floors = _floors(campaign, evidence.labels, "best")

@@ -59,14 +59,18 @@ class _Process:
         self.reader.start()
 
     def _pump(self, stream: IO[bytes], echo: bool) -> None:
-        for line in iter(stream.readline, b""):
+        held = 0  # bytes in the tail, kept as a count: summing per line is quadratic
+        # Lines are read at most TAIL_BYTES at a time: a harness printing one endless line
+        # cannot exhaust kgit's memory.
+        for line in iter(lambda: stream.readline(TAIL_BYTES), b""):
             marker = parse_marker(line.decode(errors="replace").rstrip("\r\n"))
             if marker is not None:
                 self.markers.put(marker)
                 continue
             self.tail.append(line)
-            while sum(map(len, self.tail)) > TAIL_BYTES and len(self.tail) > 1:
-                self.tail.popleft()
+            held += len(line)
+            while held > TAIL_BYTES and len(self.tail) > 1:
+                held -= len(self.tail.popleft())
             if echo:
                 sys.stderr.buffer.write(line)
                 sys.stderr.flush()
@@ -188,10 +192,17 @@ class WorkerSide(Side):
             ) from None
         if reply is None:
             raise self._died("in the middle of a block request")
+        if reply.get("id") != self.requests or _exit_code(reply) is None:
+            self.process.kill()
+            raise HarnessError(
+                f"validation ERROR: the {self.name} worker answered block request "
+                f"{self.requests} with {reply!r}",
+                hint='a reply is {"id": <the request\'s id>, "exit": 0 or 1} '
+                "(kgit/records/protocol.py)",
+                details=self.process.text()[-4000:],
+            )
         csv = csv_path.read_bytes() if csv_path.is_file() else None
-        result = CommandResult(
-            int(reply.get("exit", 3)), time.monotonic() - start, self.process.text()
-        )
+        result = CommandResult(_exit_code(reply), time.monotonic() - start, self.process.text())
         run = classify_harness(result, csv, BLOCK_TIMEOUT_S)
         return read_run(self.campaign, run, [s["label"] for s in shapes], self.frozen)
 
@@ -242,7 +253,17 @@ def start_side(
         else:
             if ready is None:
                 process.proc.wait()
-            returncode = int(ready.get("exit", 3)) if ready else process.proc.returncode
+                returncode = process.proc.returncode
+            else:
+                returncode = _exit_code(ready)
+                if returncode is None:
+                    process.kill()
+                    raise HarnessError(
+                        f"validation ERROR: the {name} harness said it was ready with {ready!r}",
+                        hint='a ready line carries {"protocol": 1, "exit": 0 or 1} '
+                        "(kgit/records/protocol.py)",
+                        details=process.text()[-4000:],
+                    )
         seconds = time.monotonic() - process.started
         csv = csv_path.read_bytes() if csv_path.is_file() else None
         run = classify_harness(
@@ -253,10 +274,16 @@ def start_side(
         process.kill()
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    if returncode is not None and ready:
+    if returncode is not None and ready is not None:
         say(f"harness {name}: worker ready after {seconds:.1f} s")
         return WorkerSide(campaign, name, tree, first, frozen, process, scratch)
     say(f"harness {name}: no worker mode: pass by pass ({seconds:.1f} s a pass)")
     process.kill()
     shutil.rmtree(scratch, ignore_errors=True)
     return Side(campaign, name, tree, first, frozen)
+
+
+def _exit_code(payload: dict[str, Any]) -> int | None:
+    """The `exit` of a ready or reply line: 0 or 1 (the contract's), else None."""
+    value = payload.get("exit")
+    return value if type(value) is int and value in (0, 1) else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgit.engine.measure import Say
+from kgit.engine.measure import HarnessError, Say
 from kgit.engine.runner import run_command
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError
@@ -41,3 +41,22 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
             raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
         marker.write_text(commit)
     return path
+
+
+def require_pristine(path: Path, side: str) -> None:
+    """Refuse a measurement when SIDE's work tree no longer holds its commit's files: the other
+    side's harness or kernel can reach it (the trees are siblings), and a candidate that slowed
+    the reference's kernel down was once accepted at +80%."""
+    # Python's bytecode caches are written by any import in a repository that does not ignore
+    # them; a .pyc is only read back for its own source, which the check covers.
+    changed = [
+        p
+        for p in open_repo(path).unclean_paths()
+        if "__pycache__/" not in f"/{p}" and not p.endswith(".pyc")
+    ]
+    if changed:
+        shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+        raise HarnessError(
+            f"validation ERROR: the {side} work tree changed while measuring: {shown}",
+            hint="a harness or kernel wrote into kgit's work trees; nothing was judged",
+        )

@@ -24,6 +24,7 @@ class Evidence:
     # reference (a) and of the candidate (b).
     pairs: list[dict[str, dict[str, float]]] = field(default_factory=list)
     validations: int = 0
+    failed: list[str] = field(default_factory=list)  # shapes that FAILed: the tree stays failing
     seconds: float = 0.0
     block_ms: float | None = None
 

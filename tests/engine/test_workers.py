@@ -262,3 +262,58 @@ def test_status_points_to_edits_a_killed_commit_gate_left_aside(campaign: Path) 
     shown = run_kgit("status")
     assert shown.code == 0 and f"git apply {patch}" in shown.out
     assert run_kgit("status", "--json").json()["saved_patches"] == [str(patch)]  # type: ignore[index]
+
+
+def test_deleting_the_note_does_not_reset_the_evidence(campaign: Path) -> None:
+    repo = campaign
+    counter = repo.parent / "runs-counter"
+    assert run_kgit("round", "start", "noisy").code == 0
+    (repo / "kernel.txt").write_text(f"speeds: 90,110\ncounter: {counter}\n")
+    assert commit(repo, "noisy").returncode == 0
+    assert run_kgit("-q", "round", "validate", "--json").json()["decision"] == "ROLLED BACK"  # type: ignore[index]
+    git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "remove", "HEAD")
+    again = run_kgit("-q", "round", "validate", "--json").json()
+    assert again["validations"] == 2 and again["runs"] == 2  # type: ignore[index]
+    assert again["decision"] == "ROLLED BACK"  # type: ignore[index]
+
+
+def test_accept_judges_the_recorded_evidence_not_the_notes(campaign: Path) -> None:
+    """A note copied from a faster commit, with its tree rewritten, once got a slower kernel
+    accepted: accept reads the evidence kgit recorded for the tree it is about."""
+    repo = campaign
+    assert run_kgit("round", "start", "faster, then slower").code == 0
+    (repo / "kernel.txt").write_text("speed: 110\n")
+    assert commit(repo, "faster").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    fast_note = _note(repo)
+    (repo / "kernel.txt").write_text("speed: 70\n")
+    assert commit(repo, "slower").returncode == 0
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    forged = "\n".join(
+        f"tree: {tree}" if line.startswith("tree: ") else line for line in fast_note.splitlines()
+    )
+    git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "add", "-f", "-m", forged, "HEAD")
+    refused = run_kgit("round", "accept")
+    assert refused.code == 1 and "no recorded evidence" in refused.err
+
+
+def test_a_candidate_that_writes_into_the_reference_tree_is_an_error(kernel_repo: Path) -> None:
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra=""))
+    assert run_kgit("round", "start", "slow the reference down").code == 0
+    (repo / "kernel.txt").write_text(KERNEL.format(speed=90, extra="tamper_reference\n"))
+    assert commit(repo, "slower").returncode == 0
+    result = run_kgit("-q", "round", "validate")
+    assert result.code == 1 and "the reference work tree changed while measuring" in result.err
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['kgit-worker-ready: {"exit": "x"}', "kgit-worker-ready: {}", 'kgit-worker-ready: {"exit": 7}'],
+)
+def test_a_malformed_ready_line_is_a_harness_error(worker_campaign: Path, line: str) -> None:
+    repo = worker_campaign
+    _round(repo, 110, f"print_ready: {line}\n")
+    result = run_kgit("-q", "round", "validate")
+    assert result.code == 1 and "Traceback" not in result.err, result
+    assert "said it was ready with" in result.err
+    assert processes_under(repo, "harness.py") == []
