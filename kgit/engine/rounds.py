@@ -323,13 +323,16 @@ def _record(
         open_round = current.state.open_round
         if open_round is None or open_round.number != note.round:
             raise KgitError(f"round-{note.round} was closed by another kgit process")
+        # The evidence goes into the campaign record first: accept judges from it, so a kill
+        # between the two leaves at worst evidence without a verdict (validate again pools it),
+        # never a verdict that accept cannot find the evidence of.
+        if extra:
+            current.save(f"round-{note.round}: measurements", extra)
         current.write_round(tip, note)
         if runs:
             current.write_bench(tip, runs[0].csv)
         kept = current.refs.kept(note.round)
         repo.update_ref(kept, tip, repo.rev_parse(kept), f"kgit: round-{note.round} recorded")
-        if extra:
-            current.save(f"round-{note.round}: re-measured runs", extra)
     return {
         "campaign": campaign.name,
         "round": note.round,
