@@ -21,8 +21,9 @@ import tempfile
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from kgit.engine.measure import HarnessError, Measurement, Say, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
@@ -120,21 +121,16 @@ class _Process:
         self.kill()
 
 
+@dataclass
 class Side:
     """One side of the comparison: its first pass, then one measurement per `block` call."""
 
-    mode = "pass"
-
-    def __init__(
-        self,
-        campaign: Campaign,
-        name: str,
-        tree: Path,
-        first: Measurement,
-        frozen: tuple[str, ...] | None,
-    ) -> None:
-        self.campaign, self.name, self.tree, self.first = campaign, name, tree, first
-        self.frozen = frozen
+    mode: ClassVar[str] = "pass"
+    campaign: Campaign
+    name: str
+    tree: Path
+    first: Measurement
+    frozen: tuple[str, ...] | None
 
     def block(self, shapes: list[dict[str, Any]], block_ms: float, say: Say) -> Measurement:
         """A plain harness: a whole pass on SHAPES (block_ms does not apply)."""
@@ -152,21 +148,12 @@ class Side:
         pass
 
 
+@dataclass
 class WorkerSide(Side):
-    mode = "worker"
-
-    def __init__(
-        self,
-        campaign: Campaign,
-        name: str,
-        tree: Path,
-        first: Measurement,
-        frozen: tuple[str, ...] | None,
-        process: _Process,
-        scratch: Path,
-    ) -> None:
-        super().__init__(campaign, name, tree, first, frozen)
-        self.process, self.scratch, self.requests = process, scratch, 0
+    mode: ClassVar[str] = "worker"
+    process: _Process
+    scratch: Path
+    requests: int = 0
 
     def block(self, shapes: list[dict[str, Any]], block_ms: float, say: Say) -> Measurement:
         self.requests += 1
