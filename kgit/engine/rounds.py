@@ -23,7 +23,14 @@ from kgit.engine.recovery import (
 from kgit.engine.runner import run_command
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
-from kgit.engine.validation import Outcome, Target, rejudge, statistics_dict, validate
+from kgit.engine.validation import (
+    Outcome,
+    Target,
+    ran_workers,
+    rejudge,
+    statistics_dict,
+    validate,
+)
 from kgit.errors import KgitError, UsageError
 from kgit.judge.scope import outside_kernel_source
 from kgit.judge.scoring import diagnostics, geomean, pct
@@ -250,7 +257,8 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         verdict = protected_verdict(changed) if changed else scope_verdict(outside, sources)
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         return _record(campaign, tip, note, [], say)
-    target = Target(tip, tree, best_tip, best, labels, "best")
+    workers = ran_workers(rounds[0][1] if rounds else None)
+    target = Target(tip, tree, best_tip, best, labels, "best", workers)
     try:
         outcome = validate(campaign, target, prior, say, echo=echo)
     except HarnessError as exc:
