@@ -341,9 +341,10 @@ def _sample(
         evidence.pairs.append({"a": pair["A"], "b": pair["B"]})
         new += 1
         change = (geomean(pair["B"].values()) / geomean(pair["A"].values()) - 1) * 100
+        limit = pairs_wanted if pairs_wanted is not None else most
         say(
-            f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}): "
-            f"B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
+            f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}; "
+            f"{new} of at most {limit} now): B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
         )
         # A validation adds two pairs at least, pooled or not; then it stops once settled.
         if pairs_wanted is None and len(evidence.pairs) >= fewest and new >= 2:

@@ -16,7 +16,6 @@ import queue
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from kgit import progress
 from kgit.engine.measure import HarnessError, Measurement, Say, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
 from kgit.engine.store import Campaign
@@ -79,8 +79,7 @@ class _Process:
             while held > TAIL_BYTES and len(self.tail) > 1:
                 held -= len(self.tail.popleft())
             if echo:
-                sys.stderr.buffer.write(line)
-                sys.stderr.flush()
+                progress.echo(line)
         self.markers.put(("eof", {}))
 
     def text(self) -> str:
