@@ -6,6 +6,7 @@ Field names follow the seed's `manifest.yaml` where it has them; kgit adds `sche
 
 from __future__ import annotations
 
+import difflib
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,13 @@ MANIFEST_VERSION = 1
 KNOWN_METRICS = ("Forward TFLOPS", "Combined Step TFLOPS", "Forward GB/s", "Backward GB/s")
 
 MAX_ITERATIONS_LIMIT = 120  # the seed: max_iterations must stay below 120
+
+# The dtype names of a shape (kgit.measure.shapes maps them to torch dtypes; a test keeps the two
+# in step). Checked at `kgit init`, case-insensitively, so `fp23` fails before any test runs.
+DTYPE_NAMES = ("bf16", "bfloat16", "fp16", "float16", "half", "fp32", "float32", "float")
+
+# Keys of the user's own (notes, tooling): accepted, never read, not kept in the stored manifest.
+USER_KEY_PREFIX = "x-"
 
 _SHAPE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -218,10 +226,58 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
     validator = jsonschema.Draft202012Validator(SCHEMA)
     problems = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+        if error.validator == "additionalProperties":
+            continue  # named with a suggestion by _unknown_keys
         key = _key_path(error.absolute_path)
         top = str(error.absolute_path[0]) if error.absolute_path else ""
         hint = _HINTS.get(top)
         problems.append(f"{key}: {error.message}" + (f" (expected {hint})" if hint else ""))
+    return problems
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {next(c for c in choices if c.lower() == close[0])!r}?"
+
+
+def _unknown_keys(data: dict[str, Any]) -> list[str]:
+    """A mistyped key is an error that names the key it probably is: as a warning, `treshold:`
+    let a campaign run on default thresholds, and `target_shape:` read as "missing target_shapes"."""
+    problems = []
+    sections: list[tuple[str, dict[str, Any], dict[str, Any]]] = [("", data, SCHEMA)]
+    for name, schema in (("thresholds", _THRESHOLDS_SCHEMA), ("interleaved", _INTERLEAVED_SCHEMA)):
+        if isinstance(data.get(name), dict):
+            sections.append((f"{name}.", data[name], schema))
+    for prefix, values, schema in sections:
+        known = list(schema["properties"])
+        for key in values:
+            if key in schema["properties"] or (not prefix and str(key).startswith(USER_KEY_PREFIX)):
+                continue
+            problems.append(
+                f"{prefix}{key}: unknown key{_did_you_mean(str(key), known)}"
+                + ("" if prefix else f" (keys of your own start with {USER_KEY_PREFIX!r})")
+            )
+    return problems
+
+
+def _value_errors(data: dict[str, Any]) -> list[str]:
+    """Values from a known set, checked now rather than after the tests and the harness ran."""
+    problems = []
+    metric = data.get("primary_metric")
+    if isinstance(metric, str) and metric not in KNOWN_METRICS:
+        near = _did_you_mean(metric, list(KNOWN_METRICS))
+        if near:  # a custom metric (any numeric CSV column) is allowed; a near miss is a typo
+            problems.append(f"primary_metric: {metric!r} is not a metric kgit knows{near}")
+    for index, shape in enumerate(_list(data.get("target_shapes"))):
+        dtype = shape.get("dtype") if isinstance(shape, dict) else None
+        if isinstance(dtype, str) and dtype.lower() not in DTYPE_NAMES:
+            problems.append(
+                f"target_shapes[{index}].dtype: unknown dtype {dtype!r}"
+                f"{_did_you_mean(dtype, list(DTYPE_NAMES))} (expected one of "
+                f"{', '.join(DTYPE_NAMES)})"
+            )
     return problems
 
 
@@ -349,19 +405,24 @@ def parse_manifest(
     text: str, source: str = "manifest", overrides: dict[str, Any] | None = None
 ) -> tuple[Manifest, list[str]]:
     """Validate a manifest's YAML text (plus command-line OVERRIDES of its fields).
-    Returns the manifest and warnings (unknown keys)."""
+    Returns the manifest and warnings (a custom metric, checked only at baseline)."""
     data = _load_yaml(text, source) if text.strip() else {}
     data.update(overrides or {})
-    problems = _schema_errors(data) + _semantic_errors(data)
-    problems += _repo_path_errors(data) + _gemm_shape_errors(data) + _command_errors(data)
+    problems = _unknown_keys(data) + _schema_errors(data) + _semantic_errors(data)
+    problems += _value_errors(data) + _repo_path_errors(data) + _gemm_shape_errors(data)
+    problems += _command_errors(data)
     if problems:
         raise UsageError(
             f"{source} is invalid:\n  " + "\n  ".join(problems),
             hint="fix the keys named above; templates/manifest.yaml documents every field",
         )
-    warnings = [
-        f"{source}: unknown key {key!r} ignored" for key in data if key not in SCHEMA["properties"]
-    ]
+    warnings = []
+    metric = data["primary_metric"]
+    if metric not in KNOWN_METRICS:
+        warnings.append(
+            f"{source}: primary_metric {metric!r} is not one kgit knows: it must be a numeric "
+            "column of your harness's CSV, higher is better (checked at kgit baseline)"
+        )
     return _build(data), warnings
 
 

@@ -118,11 +118,15 @@ def test_bad_manifests_are_refused_with_the_key_named(
     assert git(kernel_repo, "for-each-ref") == before
 
 
-def test_unknown_keys_only_warn(kernel_repo: Path) -> None:
+def test_unknown_keys_are_refused_with_a_suggestion_and_user_keys_pass(kernel_repo: Path) -> None:
     manifest = kernel_repo / "manifest.yaml"
-    manifest.write_text(manifest.read_text() + "colour: blue\n")
+    text = manifest.read_text()
+    manifest.write_text(text + "max_iteration: 20\n")
     result = run_kgit("init", "c1", "-m", "manifest.yaml")
-    assert result.code == 0 and "unknown key 'colour' ignored" in result.err
+    assert result.code == 2, result
+    assert "max_iteration: unknown key; did you mean 'max_iterations'?" in result.err
+    manifest.write_text(text + "x-owner: kernel team\n")
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "-rf", "has space", "x..y", "best.lock", ""])

@@ -126,3 +126,54 @@ def test_yaml_text_reads_plain_documents() -> None:
     assert load_yaml_text("", "f") is None
     with pytest.raises(UsageError, match="f is not valid YAML"):
         load_yaml_text("a: 1\n---\nb: 2\n", "f")
+
+
+# -- issue 15 item 1: a mistyped manifest names the fix --------------------------------------
+
+VALID = """\
+target_op: gemm
+target_backend: TRITON
+primary_metric: Forward TFLOPS
+test_command: pytest -q
+quick_command: python bench.py
+target_shapes:
+  - {label: s1, M: 64, N: 64, K: 64}
+"""
+
+
+def _problems(text: str) -> str:
+    with pytest.raises(UsageError) as refused:
+        parse_manifest(text)
+    return refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (VALID.replace("target_shapes:", "target_shape:"), "did you mean 'target_shapes'?"),
+        (VALID + "thresholds: {treshold: 3}\n", "thresholds.treshold: unknown key"),
+        (VALID + "interleaved: {block: 10}\n", "did you mean 'block_ms'?"),
+        (
+            VALID.replace("Forward TFLOPS", "Combined Step TFLOP"),
+            "did you mean 'Combined Step TFLOPS'?",
+        ),
+        (VALID.replace("K: 64}", "K: 64, dtype: fp23}"), "unknown dtype 'fp23'; did you mean"),
+        (VALID + "decision_policy: interleave\n", "decision_policy"),
+    ],
+)
+def test_a_typo_is_refused_with_the_key_it_probably_is(text: str, says: str) -> None:
+    assert says in _problems(text)
+
+
+def test_user_keys_and_custom_metrics_pass() -> None:
+    manifest, warnings = parse_manifest(VALID + "x-team: kernels\n")
+    assert manifest.target_op == "gemm" and warnings == []
+    _, warnings = parse_manifest(VALID.replace("Forward TFLOPS", "Tokens per second"))
+    assert any("not one kgit knows" in w for w in warnings)
+
+
+def test_the_dtype_names_are_those_the_harness_reads() -> None:
+    from kgit.measure.shapes import _DTYPES
+    from kgit.records.manifest import DTYPE_NAMES
+
+    assert set(DTYPE_NAMES) == set(_DTYPES)
