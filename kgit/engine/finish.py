@@ -25,6 +25,7 @@ from typing import Any
 from kgit.engine.gate import Say
 from kgit.engine.measure import HarnessError, Measurement, require_clean
 from kgit.engine.runner import run_command
+from kgit.engine.seal import drifts, problem
 from kgit.engine.store import Campaign, now
 from kgit.engine.validation import Target, validate
 from kgit.errors import KgitError
@@ -41,7 +42,7 @@ def final_branch(campaign: Campaign) -> str:
 
 
 def final_notes(campaign: Campaign) -> str:
-    return f"refs/notes/kgit/{campaign.name}/final"
+    return campaign.refs.final_notes
 
 
 @dataclass
@@ -82,8 +83,11 @@ def finish_campaign(
         repo.switch(campaign.refs.best)
     changed, outside = _check_scope(campaign, best, allow_paths, confirm)
     say(f"final acceptance of {campaign.name} at {best[:10]} ({len(changed)} file(s) changed)")
-    # Read once: the lock below refuses to record if the best line moved meanwhile.
+    # Read once: the lock below refuses to record if the best line moved meanwhile. The rounds
+    # name the final branch's commits and fill the report; they decide nothing here.
     rounds = campaign.all_rounds()
+    for drift in drifts(campaign, ("rounds", "bench")):
+        say(f"warning: {problem(campaign, drift)}; kgit doctor explains it")
     check = _acceptance(campaign, best, rounds, say, echo=echo)
     check.changed, check.outside = changed, outside
     if check.reasons:
@@ -102,13 +106,12 @@ def finish_campaign(
         if current.state.finished or current.best_tip() != best:
             raise KgitError("the campaign changed while kgit finish ran", hint="kgit status")
         tip = _write_final_branch(current, commits, best)
-        repo.note_write(final_notes(current), best, report.encode())
         current.state.finished = True
         current.state.finished_at = now()
         current.state.final = {"branch": final_branch(current), "commit": tip, "best": best}
         extra = {"final/report.md": report.encode()}
         extra.update({f"final/benchmark-{i}.csv": r.csv for i, r in enumerate(check.runs, 1)})
-        current.save("campaign finished", extra)
+        current.save("campaign finished", extra, [current.note("final", best, report.encode())])
     return {**data, "final_commit": tip, "report": report}
 
 

@@ -188,16 +188,19 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         current = campaign.reload()
         if current.state.baselined:
             raise KgitError("another kgit process recorded the baseline first")
-        current.write_round(base, note)
-        current.write_bench(base, run.csv)
-        repo.update_ref(current.refs.kept(1), base, repo.rev_parse(current.refs.kept(1)))
         current.state.frozen_header = list(table.header)
         current.state.protected = protected
         current.state.representative = representative
         current.state.inactive = inactive
         current.state.fingerprint = run.fingerprint
         current.state.noise_floors = floors
-        current.save("baseline (round-1)", harness_copy)
+        kept = current.refs.kept(1)
+        current.save(
+            "baseline (round-1)",
+            harness_copy,
+            [current.bench_note(base, run.csv), current.round_note(base, note)],
+            [(kept, base, repo.rev_parse(kept))],
+        )
     return {
         "campaign": campaign.name,
         "round": 1,

@@ -235,10 +235,11 @@ class _Importer:
         self, campaign: Campaign, commit: str, front: dict[str, Any], parent: str | None
     ) -> None:
         data = {**front["note"], "campaign": self.name, "parent": parent}
-        campaign.write_round(commit, RoundNote.from_dict(data))
+        notes = [campaign.round_note(commit, RoundNote.from_dict(data))]
         if front["csv"] is not None:
-            campaign.write_bench(commit, front["csv"])
-        self.repo.update_ref(self.refs.kept(front["round"]), commit, None, "kgit: imported round")
+            notes.append(campaign.bench_note(commit, front["csv"]))
+        kept = self.refs.kept(front["round"])
+        campaign.save(f"round-{front['round']} imported", notes=notes, moves=[(kept, commit, None)])
 
 
 def _frozen_header(data: bytes | None) -> list[str] | None:
