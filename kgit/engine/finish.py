@@ -3,10 +3,12 @@
 1. The best line's diff against the campaign base touches only `kernel_source` (anything else is
    listed and must be allowed by the user).
 2. The project's full test suite (`acceptance_command`) passes on the best line.
-3. Full validation: the quick harness on every target shape, judged against the baseline with the
-   seed's rule (every shape PASS, the aggregate improved, no core shape down past the limit); under
-   `decision_policy: interleaved`, A/B pairs of the baseline commit and the best line, judged with
-   the rounds' confidence intervals.
+3. Full validation: the quick harness on every target shape, the best line judged against the
+   baseline commit measured again now, with the seed's rule (every shape PASS, the aggregate
+   improved, no core shape down past the limit); under `decision_policy: interleaved`, A/B pairs
+   of the baseline commit and the best line, judged with the rounds' confidence intervals.
+   Nothing of 2 and 3 comes from notes or from the rounds' verdicts: a note changed by hand (or
+   a record an agent rewrote) cannot make finish accept.
 4. A branch `kgit/<campaign>/final` ready to merge or open as a pull request: one commit per
    accepted round (several commits of one round squashed), built with commit-tree from the round
    commits' trees, each message carrying the round's hypothesis and result (from its note).
@@ -23,11 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.engine.gate import Say
-from kgit.engine.measure import HarnessError, Measurement, require_clean
+from kgit.engine.measure import (
+    HarnessError,
+    Measurement,
+    check_fingerprint,
+    measure,
+    require_clean,
+)
 from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
 from kgit.engine.store import Campaign, now
 from kgit.engine.validation import Target, validate
+from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.judge.scope import in_kernel_source
@@ -35,6 +44,12 @@ from kgit.judge.verdict import CORRECTNESS
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
 
 Confirm = Callable[[list[str]], bool]
+
+# What finish's output and report say about where its verdict comes from.
+INDEPENDENT = (
+    "finish re-gated and re-measured from scratch: the suite ran now, the harness measured the "
+    "baseline commit and the best line now; no verdict, gate result or figure was read from notes"
+)
 
 
 def final_branch(campaign: Campaign) -> str:
@@ -189,14 +204,16 @@ def _full_validation(
     *,
     echo: bool,
 ) -> None:
-    """Every active target shape, the best line against the baseline, through the rounds' own
-    validation path (kgit/engine/validation.py); measured afresh, never read from notes."""
-    baseline = rounds[0][1].values() if rounds else {}
-    labels = [label for label in campaign.manifest.shape_labels if label in baseline]
-    say(f"full validation on all {len(labels)} active target shapes against the baseline")
+    """Every active target shape, the best line against the baseline commit, through the
+    rounds' own validation path (kgit/engine/validation.py). Both sides are measured now: the
+    baseline's figures are not taken from its note (nor from anything else a round wrote)."""
+    inactive = set(campaign.state.inactive)
+    labels = [label for label in campaign.manifest.shape_labels if label not in inactive]
+    say(f"full validation on all {len(labels)} active target shapes against the baseline commit")
     repo = campaign.repo
-    target = Target(best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline")
     try:
+        baseline = _baseline_now(campaign, labels, say, echo=echo)
+        target = Target(best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline")
         outcome = validate(campaign, target, None, say, echo=echo)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
@@ -223,6 +240,29 @@ def _full_validation(
         check.reasons += [
             f"full validation against the baseline: {r}" for r in check.verdict_reasons
         ]
+
+
+def _baseline_now(
+    campaign: Campaign, labels: list[str], say: Say, *, echo: bool
+) -> dict[str, float]:
+    """The baseline commit's figures on LABELS, measured now in kgit's reference work tree (the
+    seed policy's reference; the interleaved policy measures it in its own A/B pairs)."""
+    if campaign.manifest.decision_policy == "interleaved":
+        return {}
+    base = campaign.state.base
+    path = measuring_tree(campaign, base, "reference", say, echo=echo)
+    frozen = tuple(campaign.state.frozen_header or ())
+    shapes = campaign.manifest.shapes_for(labels)
+    run = measure(campaign, shapes, frozen, say, echo=echo, tree=path, role=" (baseline commit)")
+    require_pristine(path, "reference")
+    check_fingerprint(campaign.state.fingerprint, run.fingerprint)
+    if run.score.failing:
+        raise HarnessError(
+            f"the baseline commit {base[:10]} FAILs {', '.join(run.score.failing)} now",
+            hint="the harness or the machine no longer agrees with the baseline",
+            details=run.tail[-4000:],
+        )
+    return dict(run.score.values)
 
 
 # -- 4. the branch to merge ------------------------------------------------------------------------
@@ -374,6 +414,7 @@ def report_data(
         "gain_pct": check.gain_pct,
         "shapes": check.shapes,
         "verdict": check.verdict_reasons,
+        "independent_of_notes": INDEPENDENT,
         "suite": {"command": check.suite_command, "passed": check.suite_ok},
         "suite_seconds": check.suite_seconds,
         "changed": check.changed,

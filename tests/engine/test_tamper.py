@@ -5,7 +5,10 @@ there, and reports a notes ref that says something else."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import commit, git, record_note, run_kgit
 
@@ -143,3 +146,32 @@ def test_a_verdict_forged_in_the_record_itself_is_judged_from_the_evidence(campa
     refused = run_kgit("round", "accept")
     assert refused.code == 1 and "stored evidence does not support its verdict" in refused.err
     assert git(repo, "rev-parse", "kgit/c1/best") != tip
+
+
+def test_finish_does_not_read_notes(
+    campaign: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forged baseline note does not change finish's outcome: finish measures the baseline
+    commit and the best line again, and runs the suite, whatever any note says."""
+    repo = campaign
+    validated(repo, "faster", "speed: 120\n")
+    assert run_kgit("round", "accept").code == 0
+    base = git(repo, "rev-parse", "refs/kgit/c1/rounds/1")
+    copy = tmp_path / "forged"
+    shutil.copytree(repo, copy, symlinks=True)
+    forged = note(copy, ROUNDS, base)
+    forged = forged.replace("value: 1", "value: 9")  # every baseline figure far higher
+    forge(copy, ROUNDS, base, forged)
+    forge(copy, "refs/notes/kgit/c1/gate", git(copy, "rev-parse", "kgit/c1/best^{tree}"), "{}")
+
+    clean = run_kgit("-q", "finish", "--json")
+    assert clean.code == 0, clean
+    gain = clean.json()["gain_pct"]  # type: ignore[index]
+    assert "re-measured from scratch" in clean.json()["independent_of_notes"]  # type: ignore[index]
+    monkeypatch.chdir(copy)
+    tampered = run_kgit("-q", "finish")
+    assert tampered.code == 0, tampered
+    assert f"({gain:+.3f}%)" in tampered.out
+    assert "re-gated and re-measured from scratch" in tampered.out
+    report = note(copy, "refs/notes/kgit/c1/final", "kgit/c1/best")
+    assert "no verdict, gate result or figure was read from notes" in report
