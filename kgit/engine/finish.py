@@ -35,6 +35,7 @@ from kgit.engine.measure import (
 from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
 from kgit.engine.store import Campaign, now
+from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Target, validate
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
@@ -90,6 +91,7 @@ def finish_campaign(
     """Accept the campaign's best line, or refuse with every reason. RENDER turns the
     campaign and the acceptance facts into the Markdown recorded in the notes (the CLI passes a
     view: the engine imports no view)."""
+    require_trusted(campaign, "finish")
     _require_finishable(campaign)
     repo = campaign.repo
     require_clean(repo, "finish")

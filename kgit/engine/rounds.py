@@ -24,6 +24,7 @@ from kgit.engine.runner import run_command
 from kgit.engine.seal import require_unchanged
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
+from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Outcome, Target, rejudge, statistics_dict, validate
 from kgit.errors import KgitError, UsageError
 from kgit.judge.scope import outside_kernel_source
@@ -210,6 +211,7 @@ def _active_labels(campaign: Campaign, full: bool) -> list[str]:
 
 
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
+    require_trusted(campaign, "validate")
     open_round, tip = _on_round_branch(campaign, "validate")
     if tip == open_round.parent:
         raise KgitError(
@@ -356,6 +358,7 @@ def _record(
 
 
 def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+    require_trusted(campaign, "accept (it may run the gate)")
     open_round, tip = _on_round_branch(campaign, "accept")
     note = campaign.read_round(tip)
     if note is None or note.round != open_round.number:

@@ -17,6 +17,7 @@ from kgit.engine.recovery import (
 )
 from kgit.engine.seal import CHANGED, UNRECORDED, drifts
 from kgit.engine.store import Campaign, write_cache
+from kgit.engine.trust import trust_of
 from kgit.judge.scoring import pct
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
 
@@ -155,6 +156,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "stray_branches": [b.short for b in stray_round_branches(campaign)],
         # Unstaged edits the commit gate set aside and could not put back (a killed commit).
         "saved_patches": saved_patches(campaign),
+        # Whether this repository approves the manifest's commands (kgit/engine/trust.py).
+        "trusted": trust_of(campaign).trusted,
         # Rounds whose note on the notes ref differs from what kgit recorded (kgit doctor).
         "notes_changed": [row["round"] for row in rows if row.get("note")],
     }
@@ -181,6 +184,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
 
 
 def next_step(data: dict[str, Any]) -> str:
+    if not data["trusted"] and not data["finished"]:
+        return f"kgit trust --campaign {data['campaign']}"
     if not data["baselined"]:
         return "kgit baseline"
     if data["finished"]:
@@ -259,6 +264,12 @@ def saved_patches(campaign: Campaign) -> list[str]:
 def _recovery_lines(data: dict[str, Any]) -> list[str]:
     """What a killed command left, in words (the next step says how to go on)."""
     lines = []
+    if not data["trusted"]:
+        lines.append(
+            "warning   this campaign's commands are not trusted in this repository (its record "
+            "came from elsewhere, or its manifest changed): nothing runs them until "
+            f"kgit trust --campaign {data['campaign']}"
+        )
     if data["notes_changed"]:
         rounds = ", ".join(f"round-{n}" for n in data["notes_changed"])
         lines.append(

@@ -24,6 +24,7 @@ from typing import Any
 
 from kgit.engine.setup import configure_git, install_hooks
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns
+from kgit.engine.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, harness_paths, parse_manifest
@@ -294,6 +295,7 @@ def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
                 best = commit
         repo.update_ref(importer.refs.best, best, None, f"kgit: {name} imported")
         _finish_state(campaign, harness, manifest, extra, rounds, abandoned)
+    record_trust(campaign)  # the user chose this folder's manifest by importing it
     configure_git(repo)
     install_hooks(repo)
     return {
