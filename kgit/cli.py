@@ -95,6 +95,7 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit round accept | rollback              fast-forward the best line, or go back to it
       kgit status | log | show N                where things stand, the lineage, one round
       kgit doctor [--fix]                       explain (and repair) what a kill left behind
+      kgit trust --campaign NAME                approve a fetched campaign's commands
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,

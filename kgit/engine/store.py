@@ -125,6 +125,8 @@ class Campaign:
         )
         if record is None or manifest is None or state is None:
             raise UsageError(f"no campaign named {name!r}", hint="kgit init NAME --manifest FILE")
+        if readme is None:
+            _require_never_sealed(repo, refs, record[0])
         return cls(
             repo,
             refs,
@@ -302,6 +304,21 @@ class Campaign:
     def read_gate(self, tree: str) -> GateNote | None:
         data = self.read_note("gate", tree)
         return GateNote.from_text(data) if data is not None else None
+
+
+def _require_never_sealed(repo: Repo, refs: CampaignRefs, record: str) -> None:
+    """A record without notes/ is one a kgit before this wrote, read from its notes refs until
+    its next write; unless an earlier record commit had notes/: then someone removed them, and
+    reading the notes refs instead would believe whatever they now say. One git call, paid only
+    by records without notes/."""
+    found = repo.text("log", "-1", "--format=%H", record, "--", NOTES_README)
+    if found:
+        raise KgitError(
+            f"the campaign record {refs.record} lost the notes kgit kept in it (they are in "
+            f"{found[:10]}, not in {record[:10]}): it was rewritten outside kgit",
+            hint=f"inspect it (git log --stat {refs.record}), then restore it: git update-ref "
+            f"{refs.record} <the last commit kgit wrote> {record}",
+        )
 
 
 def _listing(tree: bytes) -> dict[str, str]:

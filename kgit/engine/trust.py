@@ -147,5 +147,14 @@ def render_trust(data: dict[str, Any]) -> str:
     if data["changed_since_approved"]:
         lines.append(f"changed: {', '.join(data['changed_since_approved'])} (since you trusted it)")
     lines.append("commands kgit runs for it (through the shell, in this repository):")
-    lines += [f"  {field}: {command}" for field, command in data["commands"].items()]
+    lines += [f"  {field}: {shown(command)}" for field, command in data["commands"].items()]
     return "\n".join(lines)
+
+
+def shown(command: str) -> str:
+    """COMMAND as the terminal must show it to be approved: a fetched manifest is not validated,
+    and a newline, a carriage return or an escape sequence in it could hide what runs behind a
+    harmless-looking line. Anything not printable is shown escaped."""
+    if command.isprintable():
+        return command
+    return command.encode("unicode_escape").decode("ascii") + "   (escaped: control characters)"

@@ -175,3 +175,37 @@ def test_finish_does_not_read_notes(
     assert "re-gated and re-measured from scratch" in tampered.out
     report = note(copy, "refs/notes/kgit/c1/final", "kgit/c1/best")
     assert "no verdict, gate result or figure was read from notes" in report
+
+
+def test_notes_removed_from_the_record_are_not_read_from_the_notes_ref(campaign: Path) -> None:
+    """Deleting notes/ from the record (to look like a record of an older kgit, which reads its
+    notes refs) is refused, not a way back to trusting the notes refs."""
+    from kgit.gitdoor import open_repo
+
+    repo = campaign
+    kgit_repo = open_repo(repo)
+    record = git(repo, "rev-parse", "refs/kgit/c1/campaign")
+    listed = kgit_repo.ls_tree(record, ["notes"])
+    tree = kgit_repo.tree_with(record, dict.fromkeys(listed))
+    stripped = kgit_repo.commit_tree(tree, [record], "kgit c1: notes gone\n")
+    kgit_repo.update_ref("refs/kgit/c1/campaign", stripped, record)
+    for command in (["log"], ["round", "start", "x"], ["doctor"]):
+        refused = run_kgit(*command)
+        assert refused.code == 1 and "lost the notes kgit kept in it" in refused.err, refused
+
+
+def test_a_gate_forged_in_the_record_itself_is_caught_by_finish(campaign: Path) -> None:
+    """The limit, stated: an agent that writes refs/kgit/ as kgit does (here a passing gate for
+    a tree with a bug) is believed by round accept. finish runs the suite itself and refuses."""
+    repo = campaign
+    assert run_kgit("round", "start", "fast but wrong").code == 0
+    (repo / "kernel.txt").write_text("speed: 130\nBUG\n")
+    assert commit(repo, "fast", "--no-verify").returncode == 0
+    gate = {"kgit": "gate", "campaign": "c1", "passed": True, "command": "check.py",
+            "seconds": 1.0, "at": "2026-01-01T00:00:00Z", "schema_version": 1}  # fmt: skip
+    record_note(repo, "gate", "HEAD^{tree}", json.dumps(gate).encode())
+    assert run_kgit("-q", "round", "validate").code == 0
+    assert run_kgit("round", "accept").code == 0  # believed: the record is kgit's own word
+    refused = run_kgit("-q", "finish")
+    assert refused.code == 1 and "test suite failed" in refused.err, refused
+    assert "kgit/c1/final" not in git(repo, "for-each-ref", "refs/heads/kgit/c1/")

