@@ -334,7 +334,11 @@ def round_accept(obj: Ctx, as_json: bool) -> None:
 
 
 @round.command("rollback")
-@click.option("--reason", help="Why it failed (root cause, lesson); kept in the round's note.")
+@click.option(
+    "--reason",
+    help="Why it failed (root cause; lesson): required, as in the seed; kept in the round's "
+    "note and the report. Completing an interrupted rollback keeps the reason it had.",
+)
 @json_option
 @click.pass_obj
 def round_rollback(obj: Ctx, reason: str | None, as_json: bool) -> None:

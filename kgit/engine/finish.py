@@ -36,7 +36,7 @@ from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
 from kgit.engine.store import Campaign, now
 from kgit.engine.trust import require_trusted
-from kgit.engine.validation import Target, validate
+from kgit.engine.validation import Target, ran_workers, validate
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
@@ -213,9 +213,14 @@ def _full_validation(
     labels = [label for label in campaign.manifest.shape_labels if label not in inactive]
     say(f"full validation on all {len(labels)} active target shapes against the baseline commit")
     repo = campaign.repo
+    # How the baseline's calibration measured (workers or passes): read from the record's
+    # round-1, it sets how to measure, not what the figures are.
+    workers = ran_workers(rounds[0][1] if rounds else None)
     try:
         baseline = _baseline_now(campaign, labels, say, echo=echo)
-        target = Target(best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline")
+        target = Target(
+            best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", workers
+        )
         outcome = validate(campaign, target, None, say, echo=echo)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")

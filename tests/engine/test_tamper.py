@@ -127,7 +127,7 @@ def test_every_note_kgit_writes_is_in_the_campaign_record(campaign: Path) -> Non
 def test_a_note_rewritten_to_the_same_text_is_not_a_change(campaign: Path) -> None:
     repo = campaign
     slow = validated(repo, "slower", "speed: 80\n")
-    assert run_kgit("round", "rollback").code == 0
+    assert run_kgit("round", "rollback", "--reason", "slower").code == 0
     forge(repo, ROUNDS, slow, note(repo, ROUNDS, slow))  # same bytes, a new notes commit
     assert run_kgit("doctor").code == 0
 
