@@ -101,6 +101,7 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit round accept | rollback              fast-forward the best line, or go back to it
       kgit status | log | show N                where things stand, the lineage, one round
       kgit doctor [--fix]                       explain (and repair) what a kill left behind
+      kgit trust --campaign NAME                approve a fetched campaign's commands
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,
@@ -587,10 +588,67 @@ def hooks() -> None:
 @hooks.command("install")
 @click.pass_obj
 def hooks_install(obj: Ctx) -> None:
-    """(Re)install kgit's pre-commit and prepare-commit-msg hooks, chaining existing ones."""
-    from kgit.engine.setup import install_hooks
+    """(Re)install kgit's pre-commit and prepare-commit-msg hooks, chaining existing ones.
 
+    Refused while a campaign of the repository is not trusted here (kgit trust)."""
+    from kgit.engine.setup import install_hooks
+    from kgit.engine.trust import untrusted_campaigns
+
+    untrusted = untrusted_campaigns(obj.repo())
+    if untrusted:
+        raise KgitError(
+            "cannot install the hooks: the commands of campaign(s) "
+            f"{', '.join(untrusted)} are not trusted in this repository (the hook would run them)",
+            hint=" && ".join(f"kgit trust --campaign {name}" for name in untrusted)
+            + " (each shows the commands and asks), then kgit hooks install",
+        )
     click.echo("installed: " + ", ".join(install_hooks(obj.repo())))
+
+
+@cli.command()
+@click.option(
+    "-c", "--campaign", "name", metavar="NAME", help="The campaign to trust [default: as kgit -c]."
+)
+@click.option("--yes", is_flag=True, help="Approve without asking (for scripts).")
+@json_option
+@click.pass_obj
+def trust(obj: Ctx, name: str | None, yes: bool, as_json: bool) -> None:
+    """Approve the commands of a campaign that came from elsewhere (a fetch, another clone).
+
+    \b
+    kgit runs a manifest's commands (the gate's test_command, the harness, the rebuild
+    and acceptance commands) only when this repository approves that exact manifest:
+    its SHA-256 in the repository's own config (kgit.NAME.trust), which git never
+    transfers. kgit init and kgit import approve what you define; a campaign fetched
+    from another clone, or whose manifest changed there, waits for this command. It
+    shows the commands and asks; --yes approves without asking.
+    """
+    from kgit.engine.trust import record_trust, render_trust, trust_data
+
+    obj.campaign_name = name or obj.campaign_name
+    campaign = obj.campaign()
+    data = trust_data(campaign)
+    if not as_json:
+        click.echo(render_trust(data))
+    if not data["trusted"]:
+        if not yes and not sys.stdin.isatty():
+            raise UsageError(
+                f"kgit trust asks before it approves campaign {campaign.name}'s commands, and "
+                "there is no terminal to ask on",
+                hint=f"read the commands above, then kgit trust --campaign {campaign.name} --yes",
+            )
+        if not yes and not click.confirm("run these commands in this repository?", err=True):
+            raise KgitError("not trusted: nothing changed", hint="kgit status")
+        record_trust(campaign)  # the manifest shown above, not one fetched meanwhile
+    done = {**data, "trusted": True, "was_trusted": data["trusted"]}
+    emit(
+        done,
+        as_json,
+        lambda r: (
+            f"{'already trusted' if r['was_trusted'] else 'trusted'}: campaign "
+            f"{r['campaign']} ({r['config_key']} = {r['manifest_sha256'][:16]}...)"
+        ),
+    )
 
 
 @cli.command(hidden=True, context_settings={"ignore_unknown_options": True})

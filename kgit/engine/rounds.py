@@ -21,8 +21,10 @@ from kgit.engine.recovery import (
     sweep_stray_branches,
 )
 from kgit.engine.runner import run_command
+from kgit.engine.seal import require_unchanged
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
+from kgit.engine.trust import require_trusted
 from kgit.engine.validation import (
     Outcome,
     Target,
@@ -216,6 +218,7 @@ def _active_labels(campaign: Campaign, full: bool) -> list[str]:
 
 
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
+    require_trusted(campaign, "validate")
     open_round, tip = _on_round_branch(campaign, "validate")
     if tip == open_round.parent:
         raise KgitError(
@@ -331,16 +334,18 @@ def _record(
         open_round = current.state.open_round
         if open_round is None or open_round.number != note.round:
             raise KgitError(f"round-{note.round} was closed by another kgit process")
-        # The evidence goes into the campaign record first: accept judges from it, so a kill
-        # between the two leaves at worst evidence without a verdict (validate again pools it),
-        # never a verdict that accept cannot find the evidence of.
-        if extra:
-            current.save(f"round-{note.round}: measurements", extra)
-        current.write_round(tip, note)
-        if runs:
-            current.write_bench(tip, runs[0].csv)
+        # The evidence accept judges from, the verdict, the CSV and the keep-ref: one
+        # transaction, so a kill leaves all of them or none (validate again then pools nothing
+        # lost: the earlier evidence is in the record).
+        notes = [current.bench_note(tip, runs[0].csv)] if runs else []
+        notes.append(current.round_note(tip, note))
         kept = current.refs.kept(note.round)
-        repo.update_ref(kept, tip, repo.rev_parse(kept), f"kgit: round-{note.round} recorded")
+        current.save(
+            f"round-{note.round}: {note.decision or note.status}",
+            extra,
+            notes,
+            [(kept, tip, repo.rev_parse(kept))],
+        )
     return {
         "campaign": campaign.name,
         "round": note.round,
@@ -361,6 +366,7 @@ def _record(
 
 
 def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+    require_trusted(campaign, "accept (it may run the gate)")
     open_round, tip = _on_round_branch(campaign, "accept")
     if tip == open_round.parent:
         raise KgitError(
@@ -369,8 +375,16 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         )
     note = campaign.read_round(tip)
     if note is None or note.round != open_round.number:
+        shown = note is None and campaign.repo.note_read(campaign.refs.round_notes, tip)
         raise KgitError(
-            f"round-{open_round.number}'s commit {tip[:10]} has no verdict",
+            f"round-{open_round.number}'s commit {tip[:10]} has no verdict kgit recorded"
+            + (
+                ": the note git shows on it was copied there (an amend or a rebase after "
+                "validate) or written by hand, and a verdict about other files than its commit "
+                "holds counts for nothing"
+                if shown
+                else ""
+            ),
             hint="kgit round validate (after the last commit)",
         )
     interrupted = interrupted_close(open_round, tip, campaign.best_tip(), note.status)
@@ -382,6 +396,9 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     if interrupted == ACCEPT:  # the best line already holds it: only the record is left to do
         say(f"round-{note.round}: completing an interrupted accept")
         return _accept_under_lock(campaign, open_round, tip, say)
+    # The decision below comes from the record, never from the notes ref; one that differs is
+    # still a reason to stop: someone rewrote the campaign's published record.
+    require_unchanged(campaign, ("rounds", "gate"), f"accept round-{note.round}")
     if note.decision not in ACCEPTING:
         raise KgitError(
             f"the verdict of round-{note.round} is {note.decision or note.status}: not accepted",
@@ -493,14 +510,22 @@ def _record_accept(current: Campaign, open_round: OpenRound, tip: str, note: Rou
     assert note.decision is not None  # _accepting_note checked it
     if note.status not in ACCEPTING:  # an accept completed again keeps its first time
         note.status, note.decided_at = note.decision, now()
-    current.write_round(tip, note)
-    kept = current.refs.kept(open_round.number)
-    current.repo.update_ref(
-        kept, tip, current.repo.rev_parse(kept), f"kgit: keep round-{open_round.number}"
-    )
+    _mark(current, open_round.number, tip, note)
     current.state.open_round = None
     current.save(f"round-{open_round.number} {note.status}")
     return note.status
+
+
+def _mark(current: Campaign, number: int, tip: str, note: RoundNote) -> None:
+    """Write the closing round's final note and keep its commit (one transaction), before the
+    record closes the round: a kill in between leaves the interrupted accept or rollback that
+    kgit/engine/recovery.py describes, and the next accept or rollback completes."""
+    kept = current.refs.kept(number)
+    current.save(
+        f"round-{number} marked {note.status}",
+        notes=[current.round_note(tip, note)],
+        moves=[(kept, tip, current.repo.rev_parse(kept))],
+    )
 
 
 def _require_reason(
@@ -548,11 +573,7 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
             note.decision = note.decision or ROLLED_BACK
             if reason is not None or note.rollback_reason is None:  # a completed one keeps it
                 note.rollback_reason = reason
-            current.write_round(tip, note)
-            kept = current.refs.kept(open_round.number)
-            repo.update_ref(
-                kept, tip, repo.rev_parse(kept), f"kgit: keep round-{open_round.number}"
-            )
+            _mark(current, open_round.number, tip, note)
         else:
             current.state.abandoned.append(
                 {

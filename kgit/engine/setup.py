@@ -10,6 +10,7 @@ from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
 from kgit.engine.measure import Measurement, require_clean
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
 from kgit.engine.tips import print_tips
+from kgit.engine.trust import record_trust, require_trusted
 from kgit.engine.validation import baseline_pass
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
@@ -77,8 +78,9 @@ def init_campaign(repo: Repo, name: str, manifest: Manifest) -> dict[str, Any]:
     with repo.write_lock():
         if name in list_campaigns(repo) or repo.rev_parse(refs.best):
             raise UsageError(f"campaign {name!r} already exists", hint=f"kgit status -c {name}")
-        Campaign.create(repo, name, manifest, base)
+        campaign = Campaign.create(repo, name, manifest, base)
         repo.update_ref(refs.best, base, None, f"kgit: {name} best line")
+    record_trust(campaign)  # the user just defined these commands
     configure_git(repo)
     hooks = install_hooks(repo)
     return {"campaign": name, "base": base, "best": refs.best, "hooks": hooks}
@@ -127,6 +129,7 @@ def environment() -> dict[str, str]:
 def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     """Round 1: tests, full validation, frozen schema and harness, representative shapes."""
     repo, manifest = campaign.repo, campaign.manifest
+    require_trusted(campaign, "record the baseline")
     if campaign.state.baselined:
         raise KgitError(
             f"campaign {campaign.name} already has its baseline (round-1)",
@@ -188,16 +191,19 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         current = campaign.reload()
         if current.state.baselined:
             raise KgitError("another kgit process recorded the baseline first")
-        current.write_round(base, note)
-        current.write_bench(base, run.csv)
-        repo.update_ref(current.refs.kept(1), base, repo.rev_parse(current.refs.kept(1)))
         current.state.frozen_header = list(table.header)
         current.state.protected = protected
         current.state.representative = representative
         current.state.inactive = inactive
         current.state.fingerprint = run.fingerprint
         current.state.noise_floors = floors
-        current.save("baseline (round-1)", harness_copy)
+        kept = current.refs.kept(1)
+        current.save(
+            "baseline (round-1)",
+            harness_copy,
+            [current.bench_note(base, run.csv), current.round_note(base, note)],
+            [(kept, base, repo.rev_parse(kept))],
+        )
     return {
         "campaign": campaign.name,
         "round": 1,
