@@ -291,7 +291,7 @@ def round_start(obj: Ctx, hypothesis: str, reopen: bool, as_json: bool) -> None:
         as_json,
         lambda r: (
             f"round-{r['round']} started on {r['branch'].removeprefix('refs/heads/')}\n"
-            "next: change the kernel, git commit (the hook gates it), kgit round validate"
+            f"next: change the kernel, {r['commit']}, kgit round validate"
         ),
     )
 
@@ -591,7 +591,7 @@ def hooks_install(obj: Ctx) -> None:
     """(Re)install kgit's pre-commit and prepare-commit-msg hooks, chaining existing ones.
 
     Refused while a campaign of the repository is not trusted here (kgit trust)."""
-    from kgit.engine.setup import install_hooks
+    from kgit.engine.hooks import configure_git, install_hooks
     from kgit.engine.trust import untrusted_campaigns
 
     untrusted = untrusted_campaigns(obj.repo())
@@ -603,6 +603,9 @@ def hooks_install(obj: Ctx) -> None:
             + " (each shows the commands and asks), then kgit hooks install",
         )
     click.echo("installed: " + ", ".join(install_hooks(obj.repo())))
+    # A clone that pulled its campaigns has none of kgit init's git settings either.
+    configure_git(obj.repo())
+    click.echo("git config: notes follow amend and rebase; git log shows the round notes")
 
 
 @cli.command()

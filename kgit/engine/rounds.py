@@ -12,6 +12,7 @@ import statistics
 from typing import Any
 
 from kgit.engine.gate import Say, ensure_gated
+from kgit.engine.hooks import hooks_missing
 from kgit.engine.measure import HarnessError, Measurement, best_values, require_clean
 from kgit.engine.recovery import (
     ACCEPT,
@@ -126,7 +127,17 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
         "branch": branch,
         "parent": parent,
         "hypothesis": hypothesis,
+        "gate_installed": not hooks_missing(repo),
+        "commit": commit_words(campaign),
     }
+
+
+def commit_words(campaign: Campaign) -> str:
+    """How a round's change gets committed here: through the gate, or (a clone without kgit's
+    hooks) ungated until validate, which gates every commit it measures."""
+    if not hooks_missing(campaign.repo):
+        return "git commit (the hook gates it)"
+    return "git commit (not gated on commit: no commit gate in this clone, kgit hooks install)"
 
 
 def _claim_round_branch(campaign: Campaign, number: int, parent: str) -> None:
@@ -223,7 +234,7 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     if tip == open_round.parent:
         raise KgitError(
             f"round-{open_round.number} has no commit yet",
-            hint="make the change and git commit it (the hook gates it)",
+            hint=f"make the change and {commit_words(campaign)}",
         )
     best_tip = campaign.best_tip()
     if not campaign.repo.is_ancestor(best_tip, tip):
@@ -371,7 +382,7 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     if tip == open_round.parent:
         raise KgitError(
             f"round-{open_round.number} has no commit yet: nothing to accept",
-            hint="change the kernel, git commit (the hook gates it), then kgit round validate",
+            hint=f"change the kernel, {commit_words(campaign)}, then kgit round validate",
         )
     note = campaign.read_round(tip)
     if note is None or note.round != open_round.number:

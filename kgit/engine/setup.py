@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import stat
 import sys
 from typing import Any
 
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
+from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.measure import Measurement, require_clean
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
 from kgit.engine.tips import print_tips
@@ -21,42 +21,6 @@ from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs, validate_campaign_name
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
 from kgit.records.schema import BenchTable
-from kgit.resources import data_dir
-
-HOOK_NAMES = ("pre-commit", "prepare-commit-msg")
-_MARKER = "kgit hook shim"
-
-
-def install_hooks(repo: Repo) -> list[str]:
-    """Install the shim as each hook, chaining (never clobbering) a hook that was there."""
-    template = (data_dir("hooks") / "pre-commit").read_text()
-    shim = template.replace("@KGIT_PYTHON@", sys.executable)
-    folder = repo.hooks_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    installed = []
-    for name in HOOK_NAMES:
-        path = folder / name
-        if path.exists() and _MARKER not in path.read_text(errors="replace"):
-            chained = folder / f"{name}.kgit-chained"
-            if chained.exists():
-                raise KgitError(
-                    f"{path} is not kgit's and {chained.name} is taken",
-                    hint=f"merge the two hooks by hand, remove {chained}, then kgit hooks install",
-                )
-            path.rename(chained)
-            chained.chmod(chained.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-            installed.append(f"{name} (chained to your existing hook)")
-        else:
-            installed.append(name)
-        path.write_text(shim)
-        path.chmod(0o755)  # a hook without its run bit is silently skipped by git
-    return installed
-
-
-def configure_git(repo: Repo) -> None:
-    """Notes follow amend and rebase; `git log` shows round notes without flags."""
-    repo.config_add("notes.rewriteRef", "refs/notes/kgit/*")
-    repo.config_add("notes.displayRef", "refs/notes/kgit/*/rounds")
 
 
 def init_campaign(repo: Repo, name: str, manifest: Manifest) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kgit.engine.hooks import hooks_missing
 from kgit.engine.recovery import (
     ACCEPT,
     ROLLBACK,
@@ -159,6 +160,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "saved_patches": saved_patches(campaign),
         # Whether this repository approves the manifest's commands (kgit/engine/trust.py).
         "trusted": trust_of(campaign).trusted,
+        # Whether kgit's commit gate is installed in this clone (a clone gets no hooks).
+        "gate_installed": not hooks_missing(campaign.repo),
         # Rounds whose note on the notes ref differs from what kgit recorded (kgit doctor).
         "notes_changed": [row["round"] for row in rows if row.get("note")],
     }
@@ -195,6 +198,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
 def next_step(data: dict[str, Any]) -> str:
     if not data["trusted"] and not data["finished"]:
         return f"kgit trust --campaign {data['campaign']}"
+    if not data.get("gate_installed", True) and not data["finished"]:
+        return "kgit hooks install"
     if not data["baselined"]:
         return "kgit baseline"
     if data["finished"]:
@@ -280,6 +285,13 @@ def _recovery_lines(data: dict[str, Any]) -> list[str]:
             "warning   this campaign's commands are not trusted in this repository (its record "
             "came from elsewhere, or its manifest changed): nothing runs them until "
             f"kgit trust --campaign {data['campaign']}"
+        )
+    if not data.get("gate_installed", True):
+        lines.append(
+            "warning   the commit gate is not installed in this clone: commits on round "
+            "branches are not gated here (round validate still gates each one); install it: "
+            + ("kgit trust, then " if not data["trusted"] else "")
+            + "kgit hooks install"
         )
     if data["notes_changed"]:
         rounds = ", ".join(f"round-{n}" for n in data["notes_changed"])
