@@ -77,16 +77,23 @@ def _kill_point() -> tuple[int, bool] | None:
 
 
 def _spawn(
-    cmd: Sequence[str], cwd: Path, input: bytes | None, env: Mapping[str, str]
+    cmd: Sequence[str],
+    cwd: Path,
+    input: bytes | None,
+    env: Mapping[str, str],
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run one git command: the single runner of every git call kgit makes."""
+    """Run one git command: the single runner of every git call kgit makes. TIMEOUT (seconds)
+    only for calls that may wait on a network (raises subprocess.TimeoutExpired)."""
     global _calls
     _calls += 1
     kill = _kill_point()
     if kill == (_calls, False):
         os._exit(137)
     _trace(cmd, cwd)
-    proc = subprocess.run(list(cmd), cwd=cwd, input=input, capture_output=True, env=dict(env))
+    proc = subprocess.run(
+        list(cmd), cwd=cwd, input=input, capture_output=True, env=dict(env), timeout=timeout
+    )
     if kill == (_calls, True):
         os._exit(137)
     return proc
@@ -442,6 +449,99 @@ class Repo:
             result[target] = blob
         return result
 
+    def notes_at(self, commit: str) -> dict[str, str]:
+        """Annotated object sha -> note blob sha of the notes commit COMMIT (a ref's value, a
+        remote-tracking copy), whatever its fan-out: the path without its slashes is the sha."""
+        return {
+            path.replace("/", ""): sha
+            for path, (_mode, sha) in self.ls_tree(commit).items()
+            if len(path.replace("/", "")) == 40
+        }
+
+    def notes_tree_commit(
+        self, notes: Mapping[str, str], parents: Sequence[str], message: str
+    ) -> str:
+        """A notes commit holding exactly NOTES (target -> blob), on PARENTS: a merge of two
+        notes histories keeps both reachable. The tree is flat; `git notes` reads any fan-out
+        and rewrites its own layout on its next write."""
+        entries = "".join(f"100644 blob {blob}\t{target}\0" for target, blob in notes.items())
+        tree = self.git("mktree", "-z", input=entries.encode()).decode().strip()
+        return self.commit_tree(tree, parents, message)
+
+    # -- remotes -------------------------------------------------------------------------------
+
+    def remote_names(self) -> list[str]:
+        return self.text("remote").split()
+
+    def upstream_remote(self) -> str | None:
+        """The remote of the checked-out branch's upstream (None: no upstream, or a local one)."""
+        branch = self.current_branch()
+        if branch is None:
+            return None
+        found = self.config_get(f"branch.{branch.removeprefix('refs/heads/')}.remote")
+        return found[-1] if found and found[-1] != "." else None
+
+    def fetch(self, remote: str, refspecs: Sequence[str]) -> None:
+        """`git fetch --prune` of REFSPECS only (no tags, no submodules, no FETCH_HEAD)."""
+        self.git(
+            "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+            "--recurse-submodules=no", remote, *refspecs,
+        )  # fmt: skip
+
+    def ls_remote(
+        self, remote: str, patterns: Sequence[str], timeout: float
+    ) -> dict[str, str] | None:
+        """Ref -> sha of REMOTE's refs matching PATTERNS, or None when the remote cannot be asked
+        within TIMEOUT seconds without a prompt (for hints: never worth a hang)."""
+        try:
+            proc = _spawn(
+                ["git", "ls-remote", remote, *patterns],
+                self.root,
+                None,
+                clean_env({"GIT_TERMINAL_PROMPT": "0"}),
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return None
+        if proc.returncode != 0:
+            return None
+        found: dict[str, str] = {}
+        for line in proc.stdout.decode(errors="replace").splitlines():
+            sha, _, ref = line.partition("\t")
+            found[ref] = sha
+        return found
+
+    def push(
+        self, remote: str, updates: Sequence[RefPush], *, atomic: bool = True
+    ) -> tuple[bool, list[PushedRef], str]:
+        """Push each update as a compare-and-swap: REF moves to NEW (None: deleted) only if it is
+        still at EXPECT on the remote (None: must not exist), `--force-with-lease=REF:EXPECT`.
+        Returns (all pushed, git's word on each ref, stderr)."""
+        args = ["push", "--porcelain", "--no-recurse-submodules", *(["--atomic"] if atomic else [])]
+        for update in updates:
+            args.append(f"--force-with-lease={update.ref}:{update.expect or ''}")
+        args += [remote, *(f"{u.new or ''}:{u.ref}" for u in updates)]
+        proc = self._run(args)
+        results = []
+        for line in proc.stdout.decode(errors="replace").splitlines():
+            flag, sep, rest = line.partition("\t")
+            if not sep or len(flag) != 1:
+                continue
+            spec, _, summary = rest.partition("\t")
+            results.append(PushedRef(spec.rpartition(":")[2], flag != "!", summary))
+        return proc.returncode == 0, results, proc.stderr.decode(errors="replace").strip()
+
+    def merge_base(self, first: str, second: str) -> str | None:
+        """A best common ancestor of two commits, None when their histories are unrelated."""
+        out = self.git("merge-base", first, second, check=False).decode().strip()
+        return out or None
+
+    def move_work_tree(self, old: str, new: str) -> None:
+        """Bring this work tree's index and files from commit OLD to commit NEW (its branch ref
+        was just moved from OLD to NEW): a two-tree `read-tree -m -u`, which refuses to overwrite
+        local changes."""
+        self.git("read-tree", "-m", "-u", old, new)
+
     # -- work tree -----------------------------------------------------------------------------
 
     def dirty_paths(self) -> list[str]:
@@ -498,6 +598,24 @@ class Repo:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class RefPush:
+    """One ref of a push: REF to NEW (None: delete it) if the remote still has EXPECT there."""
+
+    ref: str
+    new: str | None
+    expect: str | None
+
+
+@dataclass(frozen=True)
+class PushedRef:
+    """What `git push --porcelain` said of one ref."""
+
+    ref: str
+    ok: bool
+    summary: str  # git's words: "[new branch]", "[rejected] (stale info)", "(fetch first)"...
 
 
 # kgit's own commits (campaign records, notes) get a fixed identity so that they work in a
