@@ -238,7 +238,7 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         )
     best_tip = campaign.best_tip()
     if not campaign.repo.is_ancestor(best_tip, tip):
-        raise KgitError("the best line moved since this round started", hint="kgit round rollback")
+        raise stale_base(campaign, open_round, best_tip, "validate")
     _rebuild(campaign, say, echo)
     ensure_gated(campaign, tip, say, echo=echo)
     rounds = campaign.all_rounds()
@@ -377,6 +377,29 @@ def _record(
 
 
 def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+    """Accept the open round. Its checks read the record and the best line before taking the
+    lock (the gate may run meanwhile), so a second accept of the same round can fail any of
+    them once the first has moved the best line; such a refusal says what really happened."""
+    try:
+        return _accept(campaign, say, echo=echo)
+    except KgitError as error:
+        raise _closed_meanwhile(campaign, error) from None
+
+
+def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
+    """ERROR, unless the round it was about was closed by another kgit process meanwhile."""
+    started = campaign.state.open_round
+    now_open = campaign.reload().state.open_round
+    if started is None or (now_open is not None and now_open.number == started.number):
+        return error
+    return KgitError(
+        f"round-{started.number} was closed by another kgit process while this accept checked it",
+        hint="kgit status; kgit log shows how it ended",
+        details=f"(this accept had found: {error.message})",
+    )
+
+
+def _accept(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     require_trusted(campaign, "accept (it may run the gate)")
     open_round, tip = _on_round_branch(campaign, "accept")
     if tip == open_round.parent:
@@ -398,15 +421,17 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             ),
             hint="kgit round validate (after the last commit)",
         )
-    interrupted = interrupted_close(open_round, tip, campaign.best_tip(), note.status)
+    best_tip = campaign.best_tip()
+    interrupted = interrupted_close(open_round, tip, best_tip, note.status)
+    if interrupted is None and not campaign.repo.is_ancestor(best_tip, tip):
+        raise stale_base(campaign, open_round, best_tip, "accept")
     if interrupted == ROLLBACK:
         raise KgitError(
             f"round-{note.round} is being rolled back (an earlier rollback was interrupted)",
             hint="kgit round rollback finishes it",
         )
     if interrupted == ACCEPT:  # the best line already holds it: only the record is left to do
-        say(f"round-{note.round}: completing an interrupted accept")
-        return _accept_under_lock(campaign, open_round, tip, say)
+        return _accept_under_lock(campaign, open_round, tip, say, completing=True)
     # The decision below comes from the record, never from the notes ref; one that differs is
     # still a reason to stop: someone rewrote the campaign's published record.
     require_unchanged(campaign, ("rounds", "gate"), f"accept round-{note.round}")
@@ -454,8 +479,24 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     return _accept_under_lock(campaign, open_round, tip, say)
 
 
+def stale_base(campaign: Campaign, open_round: OpenRound, best_tip: str, action: str) -> KgitError:
+    """The best line no longer leads to the round: it moved outside this round (another clone's
+    accept taken by a pull, a push into this repository, a hand-made update-ref). A verdict
+    against the round's base says nothing against the best line as it is: kgit does not
+    accept it, and does not rebase by itself (the rebased tree must be gated and measured)."""
+    best = campaign.refs.best.removeprefix("refs/heads/")
+    return KgitError(
+        f"cannot {action} round-{open_round.number}: it started from "
+        f"{open_round.parent[:10]}, but the best line is now at {best_tip[:10]}, which the "
+        "round does not build on",
+        hint=f"on the round's branch: git rebase --onto {best} {open_round.parent[:10]}, then "
+        "kgit round validate (it gates the rebased commit and measures it against the best "
+        'line as it is); or kgit round rollback --reason "..."',
+    )
+
+
 def _accept_under_lock(
-    campaign: Campaign, open_round: OpenRound, tip: str, say: Say
+    campaign: Campaign, open_round: OpenRound, tip: str, say: Say, *, completing: bool = False
 ) -> dict[str, Any]:
     """Fast-forward the best line to TIP, then record it. The best line moves first: a kill
     after it leaves an interrupted accept that accept and rollback both complete."""
@@ -463,12 +504,11 @@ def _accept_under_lock(
     with repo.write_lock():
         current = campaign.reload()
         _require_still_open(current, open_round, tip)
+        if completing:  # said only now: a concurrent accept that already won looks the same
+            say(f"round-{open_round.number}: completing an interrupted accept")
         best_tip = current.best_tip()
-        if not repo.is_ancestor(best_tip, tip):
-            raise KgitError(
-                "the best line is not an ancestor of this round: no fast-forward",
-                hint="kgit round rollback, then start again from the best line",
-            )
+        if not repo.is_ancestor(best_tip, tip):  # the compare-and-swap's "old" is not below us
+            raise stale_base(current, open_round, best_tip, "accept")
         note = _accepting_note(current, open_round, tip)
         if best_tip != tip:
             repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
