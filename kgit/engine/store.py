@@ -72,12 +72,22 @@ def resolve_campaign(repo: Repo, name: str | None) -> str:
         return names[0]
     if not names:
         raise UsageError(
-            "no kgit campaign in this repository", hint="kgit init NAME --manifest FILE"
+            "no kgit campaign in this repository",
+            hint=_pull_hint(repo) or "kgit init NAME --manifest FILE",
         )
     raise UsageError(
         f"several campaigns here ({', '.join(names)}) and none is checked out",
         hint="pass --campaign NAME (or set KGIT_CAMPAIGN)",
     )
+
+
+def _pull_hint(repo: Repo) -> str | None:
+    """A clone of a repository that holds campaigns (git clone fetches none of kgit's refs but
+    the branches) is told to pull them, not to start a new one. Only on this error path: it
+    may ask the remote (a few seconds at most)."""
+    from kgit.engine.remote import remote_campaign_hint  # it builds on this module
+
+    return remote_campaign_hint(repo)
 
 
 @dataclass(frozen=True)

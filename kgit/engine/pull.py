@@ -1,0 +1,411 @@
+"""`kgit pull [REMOTE]`: take a remote's campaigns into this clone, losing no record.
+
+The campaign record (`refs/kgit/<c>/campaign`) is one chain of commits, each written under the
+write lock of the clone that made it, and it holds every note kgit wrote. Two clones that both
+wrote a campaign's record since they last met have both opened rounds from the same
+`next_round`: their round numbers collide, and round numbers are never reused. So the record is
+never merged: a pull takes the remote's record when it contains this clone's (a fast-forward),
+keeps this clone's when it contains the remote's, and otherwise refuses, naming the rounds that
+collide; `--take-remote` then keeps this clone's campaign refs under `refs/kgit-salvage/` and takes
+the remote's. A push of the record right after `kgit round start` reserves the round's number:
+the second clone's push is refused before anyone measures (kgit/engine/push.py).
+
+What a pull checks before it moves anything (all or nothing, under the write lock):
+- the remote's record shares history with this clone's (else it is another campaign that has the
+  same name), keeps its notes (a sealed record), and did not rewrite what this clone had: no note
+  removed, no closed round's note changed, no abandoned round dropped, no round number reused;
+- the remote's best line is on a commit its record accepted (or the campaign's base);
+- a branch that moves holds no commit the remote's lacks, and is not checked out elsewhere; the
+  branch checked out here moves with its files only when the work tree is clean.
+Notes refs and tips chains are merged by the rules of kgit/engine/merge.py. A pull runs nothing
+and installs nothing: a campaign that arrives is not trusted here (kgit/engine/trust.py) until
+`kgit trust`, and the commit gate is installed only by `kgit hooks install`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgit.engine.hooks import hooks_missing
+from kgit.engine.merge import merge_notes, merge_tips
+from kgit.engine.remote import (
+    SALVAGE,
+    RecordAt,
+    campaign_refs,
+    campaigns_in,
+    check_remote,
+    fetch,
+    local_refs,
+    remote_refs,
+    tips_refs,
+)
+from kgit.engine.store import Campaign, now
+from kgit.engine.trust import trust_of
+from kgit.errors import KgitError, UsageError
+from kgit.gitdoor import ZERO_SHA, Repo
+from kgit.records.names import NOTE_KINDS, CampaignRefs
+from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
+
+FINAL = (*ACCEPTING, BASELINE, ROLLED_BACK)
+
+
+@dataclass
+class Plan:
+    """Every ref a pull moves, as one compare-and-swap transaction, and the work tree move."""
+
+    moves: list[tuple[str, str, str | None]] = field(default_factory=list)
+    work_tree: tuple[str, str] | None = None  # (old, new) of the branch checked out here
+
+    def move(self, ref: str, new: str | None, old: str | None) -> None:
+        if new != old:
+            self.moves.append((ref, new or ZERO_SHA, old))
+
+
+@dataclass
+class Sides:
+    """One campaign's refs here and on the remote (full local names -> sha)."""
+
+    name: str
+    remote: str
+    ours: dict[str, str]
+    theirs: dict[str, str]
+
+    @property
+    def refs(self) -> CampaignRefs:
+        return CampaignRefs(self.name)
+
+
+def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[str, Any]:
+    check_remote(repo, remote)
+    fetch(repo, remote)
+    with repo.write_lock():
+        ours, theirs = local_refs(repo), remote_refs(repo, remote)
+        names = campaigns_in(theirs)
+        if only is not None and only not in names:
+            raise UsageError(
+                f"{remote} has no campaign named {only!r}",
+                hint=f"campaigns on {remote}: {', '.join(names) or 'none'}",
+            )
+        plan = Plan()
+        reports = [
+            _plan_campaign(
+                repo,
+                plan,
+                Sides(name, remote, campaign_refs(ours, name), campaign_refs(theirs, name)),
+                take_remote,
+            )
+            for name in ([only] if only else names)
+        ]
+        tips = _plan_tips(repo, plan, tips_refs(ours), tips_refs(theirs))
+        _check_work_trees(repo, plan)
+        _apply(repo, plan)
+    for report in reports:
+        _after(repo, report)
+    return {"remote": remote, "campaigns": reports, "tips": tips}
+
+
+def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> dict[str, Any]:
+    record = sides.refs.record
+    mine, theirs_sha = sides.ours.get(record), sides.theirs[record]
+    theirs = RecordAt.read(repo, theirs_sha, NOTE_KINDS)
+    report: dict[str, Any] = {
+        "campaign": sides.name,
+        "record": {"old": mine, "new": mine},
+        "moved": [],
+        "deleted": [],
+        "salvaged": None,
+        "notes_not_taken": [],
+        "warnings": [],
+    }
+    if not theirs.sealed:
+        raise _unsealed(sides, sides.remote)
+    ours = RecordAt.read(repo, mine, NOTE_KINDS) if mine else None
+    if ours is not None and not ours.sealed:
+        raise _unsealed(sides, None)
+    result = _relation(repo, sides, ours, theirs, take_remote)
+    report["result"] = result
+    taking = result in ("created", "fast-forward", "taken")
+    start = len(plan.moves)
+    if result == "taken":
+        report["salvaged"] = _salvage(repo, plan, sides)
+    if taking:
+        _check_best(repo, sides, theirs)
+        _take_refs(repo, plan, sides, theirs, replace=result == "taken")
+        report["record"]["new"] = theirs_sha
+    final = theirs if taking else ours
+    assert final is not None
+    for kind in NOTE_KINDS:
+        ref = sides.refs.notes(kind)
+        ours_notes = None if result == "taken" else sides.ours.get(ref)
+        merged = merge_notes(repo, ours_notes, sides.theirs.get(ref), final.notes[kind])
+        if merged.new is not None:
+            plan.move(ref, merged.new, sides.ours.get(ref))
+        elif result == "taken" and ref in sides.ours:  # salvaged; the record taken has none
+            plan.move(ref, None, sides.ours[ref])
+        report["notes_not_taken"] += [
+            {"kind": kind, "target": t, "blob": b} for t, b in sorted(merged.not_taken.items())
+        ]
+    report["moved"] = [m[0] for m in plan.moves[start:] if m[1] != ZERO_SHA]
+    report["deleted"] = [m[0] for m in plan.moves[start:] if m[1] == ZERO_SHA]
+    report["next_round"] = final.state.next_round
+    report["open_round"] = final.state.open_round.number if final.state.open_round else None
+    return report
+
+
+def _relation(
+    repo: Repo, sides: Sides, ours: RecordAt | None, theirs: RecordAt, take_remote: bool
+) -> str:
+    """created, up to date, ahead, fast-forward or taken; a refusal otherwise."""
+    if ours is None:
+        return "created"
+    if ours.commit == theirs.commit:
+        return "up to date"
+    if repo.is_ancestor(theirs.commit, ours.commit):
+        return "ahead"
+    if repo.is_ancestor(ours.commit, theirs.commit):
+        _require_no_rewrite(repo, sides, ours, theirs)
+        return "fast-forward"
+    if take_remote:
+        return "taken"
+    base = repo.merge_base(ours.commit, theirs.commit)
+    if base is None:
+        raise KgitError(
+            f"{sides.remote} holds another campaign named {sides.name}: its record shares no "
+            "history with this clone's (created apart, or its record was replaced)",
+            hint=f"keep this one: nothing to do (kgit pull -c OTHER for {sides.remote}'s other "
+            f"campaigns); take {sides.remote}'s: kgit pull {sides.remote} -c {sides.name} "
+            f"--take-remote (this clone's refs stay under {SALVAGE}{sides.name}/)",
+        )
+    raise _diverged(repo, sides, ours, theirs, RecordAt.read(repo, base, ("rounds",)))
+
+
+def _unsealed(sides: Sides, remote: str | None) -> KgitError:
+    where = f"{remote}'s" if remote else "this clone's"
+    return KgitError(
+        f"{where} record of campaign {sides.name} was written by a kgit that did not keep its "
+        "notes in it: a changed note could not be told from kgit's",
+        hint=("in a clone that has it: " if remote else "")
+        + "kgit doctor --fix (records the notes as they are), "
+        + (f"kgit push; then kgit pull {remote}" if remote else "then kgit pull again"),
+    )
+
+
+def _round_words(repo: Repo, record: RecordAt, base: RecordAt, number: int) -> str:
+    """Round NUMBER as RECORD has it, e.g. `round-5 "bigger tiles" ACCEPTED on 1a2b3c4d5e`."""
+    open_round = record.state.open_round
+    if open_round is not None and open_round.number == number:
+        return f'round-{number} "{open_round.hypothesis}" in progress'
+    for lost in record.state.abandoned:
+        if lost.get("round") == number:
+            return f'round-{number} "{lost.get("hypothesis")}" rolled back before any commit'
+    new = {t: b for t, b in record.notes["rounds"].items() if base.notes["rounds"].get(t) != b}
+    texts = repo.read_blobs(list(new.values()))
+    for target, blob in new.items():
+        note = RoundNote.from_text(texts[blob])
+        if note.round == number:
+            return f'round-{number} "{note.hypothesis}" {note.status} on {target[:10]}'
+    return f"round-{number}"
+
+
+def _diverged(
+    repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordAt, base: RecordAt
+) -> KgitError:
+    start = base.state.next_round
+    both = sorted(
+        set(range(start, ours.state.next_round)) & set(range(start, theirs.state.next_round))
+    )
+    if both:
+        what = "; ".join(
+            f"here {_round_words(repo, ours, base, n)}, on {sides.remote} "
+            f"{_round_words(repo, theirs, base, n)}"
+            for n in both
+        )
+        message = (
+            f"campaign {sides.name}: this clone and {sides.remote} both recorded round(s) "
+            f"{', '.join(map(str, both))} since {base.commit[:10]} ({what}); round numbers are "
+            "never reused, so kgit will not merge the two records"
+        )
+    else:
+        message = (
+            f"campaign {sides.name}: this clone and {sides.remote} both wrote the campaign record "
+            f"since {base.commit[:10]}, and kgit does not merge two records"
+        )
+    return KgitError(
+        message,
+        hint=f"keep {sides.remote}'s record and set this clone's aside: kgit pull {sides.remote} "
+        f"-c {sides.name} --take-remote (every ref of yours stays under "
+        f"{SALVAGE}{sides.name}/<time>/; redo a hypothesis as a new round: kgit round start "
+        '"..." then git cherry-pick its commit). Next time, kgit push right after kgit round '
+        "start reserves the round's number",
+    )
+
+
+def _require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordAt) -> None:
+    """The remote's record contains this clone's commits, but its newer commits may still undo
+    what this clone recorded: a note removed, a closed round's note changed."""
+    problems = []
+    for kind, listing in ours.notes.items():
+        gone = [t for t in listing if t not in theirs.notes[kind]]
+        problems += [f"its {kind} note on {t[:10]} was removed" for t in gone]
+    open_number = ours.state.open_round.number if ours.state.open_round else None
+    changed = {
+        t: b
+        for t, b in ours.notes["rounds"].items()
+        if theirs.notes["rounds"].get(t) not in (None, b)
+    }
+    texts = repo.read_blobs(list(changed.values()))
+    for target, blob in changed.items():
+        note = RoundNote.from_text(texts[blob])
+        if note.status in FINAL and note.round != open_number:
+            problems.append(f"round-{note.round}'s closed note on {target[:10]} was changed")
+    if theirs.state.abandoned[: len(ours.state.abandoned)] != ours.state.abandoned:
+        problems.append("a round rolled back before any commit was dropped from its state")
+    if theirs.state.next_round < ours.state.next_round:
+        problems.append("its next round number went down (round numbers would be reused)")
+    if problems:
+        raise KgitError(
+            f"{sides.remote}'s record of campaign {sides.name} rewrites what this clone "
+            f"recorded: {'; '.join(problems)}",
+            hint=f"nothing was taken; inspect it: git log --stat {sides.ours[sides.refs.record]}.."
+            f"refs/kgit-remotes/{sides.remote}/kgit/{sides.name}/campaign; this clone's record "
+            "is intact (kgit push would be refused as it is not a fast-forward there)",
+        )
+
+
+def _check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
+    """The remote's best line must be on a commit its record accepted, or on the base."""
+    best = sides.theirs.get(sides.refs.best)
+    if best is None:
+        raise KgitError(
+            f"{sides.remote} has campaign {sides.name}'s record but not its best line "
+            f"({sides.refs.best})",
+            hint="in the clone that pushed it: kgit push again",
+        )
+    if best == theirs.state.base and not theirs.state.baselined:
+        return
+    blob = theirs.notes["rounds"].get(best)
+    note = RoundNote.from_text(repo.read_blob(blob)) if blob else None
+    if note is not None and note.campaign == sides.name and note.status in (*ACCEPTING, BASELINE):
+        return
+    open_round = theirs.state.open_round
+    branch = sides.refs.round_branch(open_round.number) if open_round else None
+    if branch is not None and sides.theirs.get(branch) == best:
+        return  # an accept interrupted after it moved the best line: accept completes it here
+    said = f"its note says {note.status}" if note is not None else "its record has no round note"
+    raise KgitError(
+        f"{sides.remote}'s best line of campaign {sides.name} is at {best[:10]}, and {said}: "
+        "no accepted round put it there",
+        hint=f"nothing was taken; in the clone that pushed it: kgit doctor (then kgit push); "
+        f"see it: git log -1 refs/kgit-remotes/{sides.remote}/heads/kgit/{sides.name}/best",
+    )
+
+
+def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replace: bool) -> None:
+    """Every ref of the remote's campaign (notes aside); REPLACE: this clone's refs were salvaged
+    and those the remote lacks go, else a branch moves only forward and a closed round's
+    branch goes only when the remote keeps its commit."""
+    skip = ("refs/notes/",)
+    for ref, sha in sorted(sides.theirs.items()):
+        if ref.startswith(skip):
+            continue
+        old = sides.ours.get(ref)
+        branch = ref.startswith("refs/heads/")
+        if branch and not replace and old and old != sha and not repo.is_ancestor(old, sha):
+            short = ref.removeprefix("refs/heads/")
+            raise KgitError(
+                f"{short} here holds commits that {sides.remote}'s {short} does not",
+                hint=f"keep them under another name: git branch -m {short} "
+                f"salvage/{short.replace('/', '-')}; then kgit pull {sides.remote}",
+            )
+        plan.move(ref, sha, old)
+    for ref, old in sorted(sides.ours.items()):
+        if ref in sides.theirs or ref.startswith(skip):
+            continue
+        if replace or (theirs.round_branch_closed(ref) and _kept_there(repo, sides, ref, old)):
+            plan.move(ref, None, old)
+
+
+def _kept_there(repo: Repo, sides: Sides, branch: str, tip: str) -> bool:
+    number = int(branch.rsplit("-", 1)[1])
+    lines = [sides.theirs.get(sides.refs.kept(number)), sides.theirs.get(sides.refs.best)]
+    return any(line is not None and repo.is_ancestor(tip, line) for line in lines)
+
+
+def _salvage(repo: Repo, plan: Plan, sides: Sides) -> str:
+    """Keep every ref of this clone's campaign under refs/kgit-salvage/<c>/<time>/."""
+    stamp = now().replace("-", "").replace(":", "")
+    prefix = f"{SALVAGE}{sides.name}/{stamp}/"
+    while repo.refs(prefix):
+        prefix = prefix[:-1] + "x/"
+    for ref, sha in sides.ours.items():
+        plan.move(prefix + ref.removeprefix("refs/"), sha, None)
+    return prefix
+
+
+def _plan_tips(
+    repo: Repo, plan: Plan, ours: dict[str, str], theirs: dict[str, str]
+) -> dict[str, Any]:
+    taken, clashes = [], []
+    for ref, sha in sorted(theirs.items()):
+        merged = merge_tips(repo, ours.get(ref), sha)
+        if merged.new is not None:
+            plan.move(ref, merged.new, ours.get(ref))
+            taken.append(ref)
+        clashes += [f"{ref}: {name}" for name in merged.not_taken]
+    return {"updated": taken, "clashes": clashes}
+
+
+def _check_work_trees(repo: Repo, plan: Plan) -> None:
+    """A moving branch checked out in another work tree is refused; the one checked out here
+    moves with its files when nothing local would be overwritten."""
+    branches = [m for m in plan.moves if m[0].startswith("refs/heads/")]
+    if not branches:
+        return
+    checked_out, here = repo.checked_out_branches(), repo.current_branch()
+    for ref, new, old in branches:
+        short = ref.removeprefix("refs/heads/")
+        if ref not in checked_out:
+            continue
+        if ref != here:
+            raise KgitError(
+                f"{short} is checked out in another work tree and kgit pull would move it",
+                hint="there: git checkout --detach; then kgit pull (git worktree list finds it)",
+            )
+        if new == ZERO_SHA:
+            raise KgitError(
+                f"{short} is checked out here and kgit pull would delete it (its round was "
+                "closed in the other clone)",
+                hint="git checkout the best line (kgit status names it), then kgit pull",
+            )
+        if repo.dirty_paths():
+            raise KgitError(
+                f"{short} is checked out here with uncommitted changes, and kgit pull would "
+                "move it",
+                hint="commit or set the changes aside (git diff > FILE; git checkout -- .), "
+                "then kgit pull",
+            )
+        assert old is not None
+        plan.work_tree = (old, new)
+
+
+def _apply(repo: Repo, plan: Plan) -> None:
+    """The work tree first (it can refuse: an untracked file in the way), then every ref in one
+    transaction; a refused transaction puts the work tree back."""
+    if not plan.moves:
+        return
+    if plan.work_tree:
+        repo.move_work_tree(*plan.work_tree)
+    try:
+        repo.update_refs(plan.moves, "kgit pull")
+    except KgitError:
+        if plan.work_tree:
+            repo.move_work_tree(plan.work_tree[1], plan.work_tree[0])
+        raise
+
+
+def _after(repo: Repo, report: dict[str, Any]) -> None:
+    """What this clone still lacks to run the campaign: trust, then the commit gate."""
+    campaign = Campaign.load(repo, report["campaign"])
+    report["trusted"] = trust_of(campaign).trusted
+    report["gate_installed"] = not hooks_missing(repo)
