@@ -115,6 +115,7 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
         "moved": [],
         "deleted": [],
         "salvaged": None,
+        "set_aside": [],
         "notes_not_taken": [],
         "warnings": [],
     }
@@ -128,11 +129,15 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
     taking = result in ("created", "fast-forward", "taken")
     start = len(plan.moves)
     if result == "taken":
+        assert ours is not None
         report["salvaged"] = _salvage(repo, plan, sides)
+        report["set_aside"] = _set_aside(repo, sides, ours)
     if taking:
         _check_best(repo, sides, theirs)
         _take_refs(repo, plan, sides, theirs, replace=result == "taken")
         report["record"]["new"] = theirs_sha
+    else:
+        report["warnings"] += _best_elsewhere(repo, sides)
     final = theirs if taking else ours
     assert final is not None
     for kind in NOTE_KINDS:
@@ -301,6 +306,19 @@ def _check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
     )
 
 
+def _best_elsewhere(repo: Repo, sides: Sides) -> list[str]:
+    """A remote whose record this clone has (or is ahead of) but whose best line is elsewhere:
+    kept as it is here, and said (someone moved it there outside kgit)."""
+    mine, there = sides.ours.get(sides.refs.best), sides.theirs.get(sides.refs.best)
+    if mine is None or there is None or there == mine or repo.is_ancestor(there, mine):
+        return []
+    return [
+        f"{sides.remote}'s best line is at {there[:10]}, which this clone's ({mine[:10]}) does "
+        f"not lead from although it has {sides.remote}'s record: it differs, moved outside "
+        "kgit there; this clone's is kept (kgit push puts it back)"
+    ]
+
+
 def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replace: bool) -> None:
     """Every ref of the remote's campaign (notes aside); REPLACE: this clone's refs were salvaged
     and those the remote lacks go, else a branch moves only forward and a closed round's
@@ -341,6 +359,36 @@ def _salvage(repo: Repo, plan: Plan, sides: Sides) -> str:
     for ref, sha in sides.ours.items():
         plan.move(prefix + ref.removeprefix("refs/"), sha, None)
     return prefix
+
+
+def _set_aside(repo: Repo, sides: Sides, ours: RecordAt) -> list[dict[str, Any]]:
+    """This clone's rounds that the remote's record does not hold, as `--take-remote` leaves
+    them (salvaged): each one's number, hypothesis, status and commit, to redo as a new round."""
+    kept = {ref: sha for ref, sha in sides.ours.items() if ref.startswith(sides.refs.kept_prefix)}
+    commits = {
+        int(ref.rsplit("/", 1)[1]): sha for ref, sha in kept.items() if sides.theirs.get(ref) != sha
+    }
+    open_round = ours.state.open_round
+    if open_round is not None:
+        tip = sides.ours.get(sides.refs.round_branch(open_round.number))
+        if tip is not None and tip != open_round.parent:
+            commits.setdefault(open_round.number, tip)
+    blobs = {t: b for t, b in ours.notes["rounds"].items() if t in commits.values()}
+    texts = repo.read_blobs(list(blobs.values()))
+    notes = {t: RoundNote.from_text(texts[b]) for t, b in blobs.items()}
+    found = []
+    for number, commit in sorted(commits.items()):
+        note = notes.get(commit)
+        fallback = open_round.hypothesis if open_round and open_round.number == number else ""
+        found.append(
+            {
+                "round": number,
+                "commit": commit,
+                "hypothesis": note.hypothesis if note else fallback,
+                "status": note.status if note else "in progress",
+            }
+        )
+    return found
 
 
 def _plan_tips(

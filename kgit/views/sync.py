@@ -27,6 +27,12 @@ def render_pull(data: dict[str, Any]) -> str:
         moved = len(c["moved"]) + len(c["deleted"])
         if moved:
             lines.append(f"  {moved} ref(s) updated")
+        lines += [
+            f'  set aside: your round-{r["round"]} "{r["hypothesis"]}" ({r["status"]}, '
+            f'{r["commit"][:10]}); to try it again: kgit round start "{r["hypothesis"]}", then '
+            f"git cherry-pick {r['commit'][:10]}"
+            for r in c["set_aside"]
+        ]
         lines += [f"  warning: {w}" for w in c["warnings"]]
         if c["notes_not_taken"]:
             targets = ", ".join(n["target"][:10] for n in c["notes_not_taken"][:5])

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import KgitResult, commit, git, run_kgit
 
 
@@ -34,10 +32,10 @@ def kgit_process(repo: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def make_remote(repo: Path) -> Path:
+def make_remote(repo: Path, name: str = "remote.git") -> Path:
     """A bare repository beside REPO, its `origin`, holding REPO's first branch (a plain
     `git clone` checks it out)."""
-    bare = repo.parent / "remote.git"
+    bare = repo.parent / name
     git(repo.parent, "init", "-q", "--bare", str(bare))
     git(repo, "remote", "add", "origin", str(bare))
     heads = git(repo, "for-each-ref", "--format=%(refname)", "refs/heads/").split()
@@ -112,16 +110,3 @@ def kgit_refs(repo: Path) -> str:
         "refs/notes/kgit/",
         "refs/kgit-tips/",
     )
-
-
-@pytest.fixture
-def shared(campaign: Path) -> tuple[Path, Path]:
-    """Campaign c1 (baseline, an accepted round-2, a rolled-back round-3) in `repo`, pushed to
-    a bare `origin`: (repo, the bare remote)."""
-    repo = campaign
-    accepted(repo, "bigger tiles", 120)
-    rolled_back(repo, "smaller tiles", 90)
-    bare = make_remote(repo)
-    pushed = kgit_in(repo, "push")
-    assert pushed.code == 0, pushed
-    return repo, bare

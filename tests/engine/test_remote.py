@@ -12,7 +12,6 @@ from tests.engine.remotes import (
     kgit_refs,
     log,
     rolled_back,
-    shared,  # noqa: F401 (a fixture)
     start,
     validated,
 )
@@ -113,7 +112,9 @@ def test_colliding_rounds_are_refused_then_set_aside(shared: tuple[Path, Path]) 
     refused = kgit_in(repo, "pull")
     assert refused.code == 1, refused
     assert "both recorded round(s) 4" in refused.err
-    assert '"mine: vectorize" ACCEPTED' in refused.err and '"theirs: unroll" ACCEPTED' in refused.err
+    assert (
+        '"mine: vectorize" ACCEPTED' in refused.err and '"theirs: unroll" ACCEPTED' in refused.err
+    )
     assert "--take-remote" in refused.err
     assert kgit_refs(repo) == before  # nothing moved
 
@@ -122,6 +123,10 @@ def test_colliding_rounds_are_refused_then_set_aside(shared: tuple[Path, Path]) 
     salvaged = taken.json()["campaigns"][0]["salvaged"]  # type: ignore[index]
     assert git(repo, "rev-parse", f"{salvaged}kgit/c1/rounds/4") == my_sha
     assert git(repo, "rev-parse", f"{salvaged}heads/kgit/c1/best") == my_sha
+    set_aside = taken.json()["campaigns"][0]["set_aside"]  # type: ignore[index]
+    assert set_aside == [
+        {"round": 4, "commit": my_sha, "hypothesis": "mine: vectorize", "status": "ACCEPTED"}
+    ]
     assert log(repo) == log(clone)
     assert git(repo, "rev-parse", "HEAD") == their_sha
     assert kgit_in(repo, "doctor").code == 0

@@ -17,7 +17,6 @@ from tests.engine.remotes import (
     kgit_process,
     kgit_refs,
     log,
-    shared,  # noqa: F401 (a fixture)
     validated,
 )
 

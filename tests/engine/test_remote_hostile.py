@@ -1,0 +1,145 @@
+"""kgit pull against a remote that lies: a rewritten campaign record, a forged note, a best line
+no round accepted, another campaign of the same name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import git
+from tests.engine.remotes import (
+    fresh_clone,
+    kgit_in,
+    kgit_refs,
+    log,
+    make_remote,
+)
+
+ROUNDS = "refs/notes/kgit/c1/rounds"
+
+
+def _rolled_back_commit(repo: Path) -> str:
+    return git(repo, "rev-parse", "refs/kgit/c1/rounds/3")
+
+
+def _record_edit(repo: Path, path: str, data: bytes, *, on: str | None = None) -> str:
+    """A record commit with PATH set to DATA, on ON (default: the record's tip), made with
+    plain git as a hostile clone could: its sha."""
+    from kgit.gitdoor import open_repo
+
+    kgit_repo = open_repo(repo)
+    parent = on or git(repo, "rev-parse", "refs/kgit/c1/campaign")
+    tree = kgit_repo.tree_with(parent, {path: data})
+    return kgit_repo.commit_tree(tree, [parent], "kgit c1: round-3 ACCEPTED\n")
+
+
+def test_a_closed_round_rewritten_in_an_appended_record_commit_is_refused(
+    shared: tuple[Path, Path],
+) -> None:
+    repo, bare = shared
+    clone = fresh_clone(bare, "clone")
+    target = _rolled_back_commit(clone)
+    text = git(clone, "notes", f"--ref={ROUNDS}", "show", target)
+    forged = text.replace("status: ROLLED BACK", "status: ACCEPTED") + "\n"
+    appended = _record_edit(clone, f"notes/rounds/{target}", forged.encode())
+    git(clone, "push", "-q", "origin", f"{appended}:refs/kgit/c1/campaign")
+
+    before = kgit_refs(repo)
+    refused = kgit_in(repo, "pull")
+    assert refused.code == 1, refused
+    assert "rewrites what this clone recorded" in refused.err
+    assert f"round-3's closed note on {target[:10]} was changed" in refused.err
+    assert kgit_refs(repo) == before
+
+
+def test_a_record_rewritten_and_force_pushed_is_refused(shared: tuple[Path, Path]) -> None:
+    repo, bare = shared
+    clone = fresh_clone(bare, "clone")
+    record = git(clone, "rev-parse", "refs/kgit/c1/campaign")
+    target = _rolled_back_commit(clone)
+    # History rewritten: the last record commits replaced by one that drops round-3's note.
+    rewritten = _record_edit(clone, "state.json", b"", on=f"{record}~3")
+    from kgit.gitdoor import open_repo
+
+    kgit_repo = open_repo(clone)
+    state = git(clone, "cat-file", "blob", f"{record}:state.json").encode()
+    tree = kgit_repo.tree_with(rewritten, {"state.json": state, f"notes/rounds/{target}": None})
+    rewritten = kgit_repo.commit_tree(tree, [rewritten], "kgit c1: tidy\n")
+    git(clone, "push", "-q", "-f", "origin", f"{rewritten}:refs/kgit/c1/campaign")
+
+    before = kgit_refs(repo)
+    refused = kgit_in(repo, "pull")
+    assert refused.code == 1, refused
+    assert "both wrote the campaign record" in refused.err
+    assert kgit_refs(repo) == before
+    refused = kgit_in(repo, "push")  # nor does this clone overwrite it blindly
+    assert refused.code == 1 and "kgit pull origin -c c1" in refused.err
+
+
+def test_a_forged_note_on_the_remote_is_not_taken(shared: tuple[Path, Path]) -> None:
+    repo, bare = shared
+    clone = fresh_clone(bare, "clone")
+    target = _rolled_back_commit(clone)
+    git(clone, "notes", f"--ref={ROUNDS}", "add", "-f", "-m", "status: ACCEPTED", target)
+    git(clone, "push", "-q", "-f", "origin", f"{ROUNDS}:{ROUNDS}")
+
+    fresh = fresh_clone(bare, "fresh", ready=False)
+    pulled = kgit_in(fresh, "pull", "--json")
+    data = pulled.json()["campaigns"][0]  # type: ignore[index]
+    assert data["notes_not_taken"] == [
+        {
+            "kind": "rounds",
+            "target": target,
+            "blob": git(bare, "notes", f"--ref={ROUNDS}", "list", target),
+        }
+    ]
+    shown = git(fresh, "notes", f"--ref={ROUNDS}", "show", target)
+    assert "status: ROLLED BACK" in shown  # what the record holds
+    assert log(fresh) == log(repo)
+    assert "were not taken" in kgit_in(fresh, "pull").out
+
+    # The clone that had it right: its push is refused until a pull merges the two notes
+    # histories; then the remote publishes the recorded note again.
+    refused = kgit_in(repo, "push")
+    assert refused.code == 1 and f"{ROUNDS} has notes this clone's lacks" in refused.err, refused
+    assert kgit_in(repo, "pull").code == 0
+    assert "status: ROLLED BACK" in git(repo, "notes", f"--ref={ROUNDS}", "show", target)
+    assert kgit_in(repo, "push").code == 0
+    assert "status: ROLLED BACK" in git(bare, "notes", f"--ref={ROUNDS}", "show", target)
+
+
+def test_a_best_line_no_round_accepted_is_refused(shared: tuple[Path, Path]) -> None:
+    repo, bare = shared
+    target = _rolled_back_commit(repo)
+    git(repo, "push", "-q", "-f", "origin", f"{target}:refs/heads/kgit/c1/best")
+    plain = bare.parent / "plain"
+    git(bare.parent, "clone", "-q", str(bare), str(plain))
+    refused = kgit_in(plain, "pull")
+    assert refused.code == 1, refused
+    assert f"best line of campaign c1 is at {target[:10]}, and its note says ROLLED BACK" in (
+        refused.err
+    )
+    assert "kgit/c1/" not in kgit_refs(plain)  # nothing taken
+    # A clone that has the campaign keeps its own best line and is told.
+    pulled = kgit_in(repo, "pull")
+    assert pulled.code == 0 and "best line" in pulled.out and "differs" in pulled.out, pulled
+    assert git(repo, "rev-parse", "kgit/c1/best") != target
+
+
+def test_another_campaign_of_the_same_name_is_refused_both_ways(
+    shared: tuple[Path, Path], tmp_path: Path
+) -> None:
+    repo, bare = shared
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", "--origin", "first", str(bare), str(other))
+    git(other, "checkout", "-q", "-b", "elsewhere", git(repo, "rev-parse", "kgit/c1/best~1"))
+    assert kgit_in(other, "init", "c1", "--manifest", str(repo / "manifest.yaml")).code == 0
+    other_bare = make_remote(other, "other.git")
+    assert kgit_in(other, "push").code == 0
+    git(repo, "remote", "add", "other", str(other_bare))
+
+    before = kgit_refs(repo)
+    refused = kgit_in(repo, "pull", "other")
+    assert refused.code == 1 and "other holds another campaign named c1" in refused.err, refused
+    assert kgit_refs(repo) == before
+    refused = kgit_in(repo, "push", "other")
+    assert refused.code == 1 and "other holds another campaign named c1" in refused.err
