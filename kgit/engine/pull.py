@@ -325,8 +325,8 @@ def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replac
     branch goes only when the remote keeps its commit."""
     skip = ("refs/notes/",)
     for ref, sha in sorted(sides.theirs.items()):
-        if ref.startswith(skip):
-            continue
+        if ref.startswith(skip) or theirs.round_branch_closed(ref):
+            continue  # a closed round's branch (pushed before its accept deleted it): not taken
         old = sides.ours.get(ref)
         branch = ref.startswith("refs/heads/")
         if branch and not replace and old and old != sha and not repo.is_ancestor(old, sha):

@@ -14,8 +14,9 @@ What a push refuses before it sends anything:
   accepted there, or wrote notes there: `kgit pull` first, which merges notes);
 - a tips chain that diverged (`kgit pull` unites the two).
 Round branches and kept rounds may move backward (a round amended and validated again) when
-this clone's record contains the remote's; a closed round's branch is deleted there. Nothing
-kgit recorded is ever deleted on the remote.
+this clone's record contains the remote's. A closed round's branch is never pushed (a push
+racing an accept may find it between the accept's record and its deleting the branch) and is
+deleted there. Nothing kgit recorded is ever deleted on the remote.
 """
 
 from __future__ import annotations
@@ -93,14 +94,14 @@ def _plan_campaign(
         return result
     for ref, sha in sorted(ours.items()):
         old = theirs.get(ref)
-        if old == sha:
-            continue
+        if old == sha or record.round_branch_closed(ref):
+            continue  # a closed round's branch: an accept or rollback is about to delete it
         forward_only = ref == refs.best or ref.startswith("refs/notes/") or result == "up to date"
         if old is not None and forward_only and not repo.is_ancestor(old, sha):
             raise _moved_there(remote, name, ref, refs)
         updates.append(RefPush(ref, sha, old))
     for ref, old in sorted(theirs.items()):
-        if ref not in ours and record.round_branch_closed(ref):
+        if record.round_branch_closed(ref):
             updates.append(RefPush(ref, None, old))
     return result
 

@@ -389,7 +389,8 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
 def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
     """ERROR, unless the round it was about was closed by another kgit process meanwhile."""
     started = campaign.state.open_round
-    now_open = campaign.reload().state.open_round
+    with campaign.repo.write_lock():  # a winning accept is seen whole: best line and record
+        now_open = campaign.reload().state.open_round
     if started is None or (now_open is not None and now_open.number == started.number):
         return error
     return KgitError(

@@ -168,3 +168,22 @@ def test_validated_round_pulled_where_it_is_open_keeps_its_verdict(
     assert pulled.code == 0, pulled
     assert log(clone) == log(repo)
     assert "kgit/c1/round-4" not in kgit_refs(clone)  # the closed round's branch went too
+
+
+def test_a_closed_rounds_branch_is_neither_pushed_nor_pulled(shared: tuple[Path, Path]) -> None:
+    """What a push racing an accept can find: the round closed in the record, its branch not
+    yet deleted (here left by hand, as a kill there would)."""
+    repo, bare = shared
+    number, sha = accepted(repo, "wider loads", 130)
+    git(repo, "branch", f"kgit/c1/round-{number}", sha)
+    assert kgit_in(repo, "push").code == 0
+    assert f"kgit/c1/round-{number}" not in git(bare, "for-each-ref", "refs/heads/")
+    # A remote that has one anyway (pushed by plain git): a pull does not take it...
+    git(repo, "push", "-q", "origin", f"{sha}:refs/heads/kgit/c1/round-{number}")
+    clone = fresh_clone(bare, "clone", ready=False)
+    assert f"kgit/c1/round-{number}" not in kgit_refs(clone)
+    assert kgit_in(clone, "doctor").code == 0
+    # ...and the next kgit push deletes it there.
+    git(repo, "branch", "-D", f"kgit/c1/round-{number}")
+    assert kgit_in(repo, "push").code == 0
+    assert f"kgit/c1/round-{number}" not in git(bare, "for-each-ref", "refs/heads/")
