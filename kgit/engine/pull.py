@@ -44,8 +44,16 @@ from kgit.engine.store import Campaign, now
 from kgit.engine.trust import trust_of
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, Repo
-from kgit.records.names import NOTE_KINDS, CampaignRefs
-from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
+from kgit.records.names import NOTE_KINDS, CampaignRefs, validate_campaign_name
+from kgit.records.notes import (
+    ACCEPTING,
+    BASELINE,
+    NOTE_VERSION,
+    ROLLED_BACK,
+    RoundNote,
+    load_record,
+    type_problems,
+)
 
 FINAL = (*ACCEPTING, BASELINE, ROLLED_BACK)
 
@@ -81,7 +89,7 @@ def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[s
     fetch(repo, remote)
     with repo.write_lock():
         ours, theirs = local_refs(repo), remote_refs(repo, remote)
-        names = campaigns_in(theirs)
+        names = [name for name in campaigns_in(theirs) if _valid_name(name)]
         if only is not None and only not in names:
             raise UsageError(
                 f"{remote} has no campaign named {only!r}",
@@ -103,6 +111,16 @@ def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[s
     for report in reports:
         _after(repo, report)
     return {"remote": remote, "campaigns": reports, "tips": tips}
+
+
+def _valid_name(name: str) -> bool:
+    """A remote may hold refs named anything git allows (`refs/kgit/a$(x)/campaign`): a name
+    kgit would refuse to create is not taken (it would end up in hints people paste)."""
+    try:
+        validate_campaign_name(name)
+    except UsageError:
+        return False
+    return True
 
 
 def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> dict[str, Any]:
@@ -133,6 +151,7 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
         report["salvaged"] = _salvage(repo, plan, sides)
         report["set_aside"] = _set_aside(repo, sides, ours)
     if taking:
+        _require_readable(repo, sides, ours if result == "fast-forward" else None, theirs)
         _check_best(repo, sides, theirs)
         _take_refs(repo, plan, sides, theirs, replace=result == "taken")
         report["record"]["new"] = theirs_sha
@@ -278,6 +297,31 @@ def _require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: Record
         )
 
 
+def _require_readable(repo: Repo, sides: Sides, ours: RecordAt | None, theirs: RecordAt) -> None:
+    """Every round note the remote's record brings (new or changed since OURS) must read as a
+    round note of this campaign: one that does not would stop every view here, and one built
+    to expand (YAML aliases) would hang them, and a field of the wrong type would crash them.
+    One parse per new note (~0.6 ms)."""
+    known = ours.notes["rounds"] if ours is not None else {}
+    new = {t: b for t, b in theirs.notes["rounds"].items() if known.get(t) != b}
+    texts = repo.read_blobs(list(dict.fromkeys(new.values())))
+    for target, blob in sorted(new.items()):
+        try:
+            data = load_record(texts[blob], "round", NOTE_VERSION, "round note")
+        except KgitError as exc:
+            problem = exc.message
+        else:
+            wrong = type_problems(RoundNote, data)
+            if not wrong:
+                continue
+            problem = "; ".join(wrong[:3])
+        raise KgitError(
+            f"{sides.remote}'s record of campaign {sides.name} holds a round note on "
+            f"{target[:10]} that kgit cannot take: {problem}",
+            hint=f"nothing was taken; see it: git cat-file blob {blob}",
+        )
+
+
 def _check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
     """The remote's best line must be on a commit its record accepted, or on the base."""
     best = sides.theirs.get(sides.refs.best)
@@ -295,8 +339,15 @@ def _check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
         return
     open_round = theirs.state.open_round
     branch = sides.refs.round_branch(open_round.number) if open_round else None
-    if branch is not None and sides.theirs.get(branch) == best:
-        return  # an accept interrupted after it moved the best line: accept completes it here
+    interrupted = (
+        branch is not None
+        and sides.theirs.get(branch) == best
+        and note is not None
+        and note.round == (open_round.number if open_round else None)
+        and note.decision in ACCEPTING
+    )
+    if interrupted:
+        return  # an accept of an accepting verdict interrupted after it moved the best line
     said = f"its note says {note.status}" if note is not None else "its record has no round note"
     raise KgitError(
         f"{sides.remote}'s best line of campaign {sides.name} is at {best[:10]}, and {said}: "
@@ -319,14 +370,25 @@ def _best_elsewhere(repo: Repo, sides: Sides) -> list[str]:
     ]
 
 
+def _wanted(sides: Sides, theirs: RecordAt) -> dict[str, str]:
+    """The remote's refs of the campaign that its record accounts for: the best line, the final
+    branch, the open round's branch and the kept rounds it numbered. Others (a closed round's
+    branch pushed before its accept deleted it, a branch or ref made by hand there) are not
+    taken: they would only be strays here."""
+    refs, state = sides.refs, theirs.state
+    named = {refs.best, f"refs/heads/kgit/{sides.name}/final", refs.record}
+    if state.open_round is not None:
+        named.add(refs.round_branch(state.open_round.number))
+    named |= {refs.kept(n) for n in range(1, state.next_round)}
+    return {ref: sha for ref, sha in sides.theirs.items() if ref in named}
+
+
 def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replace: bool) -> None:
-    """Every ref of the remote's campaign (notes aside); REPLACE: this clone's refs were salvaged
-    and those the remote lacks go, else a branch moves only forward and a closed round's
-    branch goes only when the remote keeps its commit."""
+    """Every ref of the remote's campaign its record accounts for (notes aside); REPLACE: this
+    clone's refs were salvaged and those the remote lacks go, else a branch moves only forward
+    and a closed round's branch goes only when the remote keeps its commit."""
     skip = ("refs/notes/",)
-    for ref, sha in sorted(sides.theirs.items()):
-        if ref.startswith(skip) or theirs.round_branch_closed(ref):
-            continue  # a closed round's branch (pushed before its accept deleted it): not taken
+    for ref, sha in sorted(_wanted(sides, theirs).items()):
         old = sides.ours.get(ref)
         branch = ref.startswith("refs/heads/")
         if branch and not replace and old and old != sha and not repo.is_ancestor(old, sha):

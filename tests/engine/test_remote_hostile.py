@@ -7,11 +7,13 @@ from pathlib import Path
 
 from tests.conftest import git
 from tests.engine.remotes import (
+    change,
     fresh_clone,
     kgit_in,
     kgit_refs,
     log,
     make_remote,
+    start,
 )
 
 ROUNDS = "refs/notes/kgit/c1/rounds"
@@ -143,3 +145,69 @@ def test_another_campaign_of_the_same_name_is_refused_both_ways(
     assert kgit_refs(repo) == before
     refused = kgit_in(repo, "push", "other")
     assert refused.code == 1 and "other holds another campaign named c1" in refused.err
+
+
+BOMB = (
+    "kgit: round\ncampaign: c1\nround: 9\nstatus: ROLLED BACK\nhypothesis: h\n"
+    "metric: Forward TFLOPS\nschema_version: 1\na: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n"
+        for p, c in zip("abcdefg", "bcdefgh", strict=True)
+    )
+    + "reasons: [*h, *h, *h]\n"
+)
+
+
+def test_a_note_built_to_expand_is_refused_by_pull_and_by_the_reader(
+    shared: tuple[Path, Path],
+) -> None:
+    """A 1 kB round note of nested YAML aliases appended to the remote's record hung `kgit log`
+    for minutes (killed at 120 s) after a pull took it."""
+    repo, bare = shared
+    clone = fresh_clone(bare, "clone")
+    unrelated = git(clone, "commit-tree", "HEAD^{tree}", "-m", "x")
+    appended = _record_edit(clone, f"notes/rounds/{unrelated}", BOMB.encode())
+    git(clone, "push", "-q", "origin", f"{appended}:refs/kgit/c1/campaign")
+    before = kgit_refs(repo)
+    refused = kgit_in(repo, "pull")
+    assert refused.code == 1, refused
+    assert f"a round note on {unrelated[:10]} that kgit cannot take" in refused.err
+    assert "YAML aliases" in refused.err
+    assert kgit_refs(repo) == before
+    # Were it there anyway, reading it is an error, not a hang.
+    git(clone, "update-ref", "refs/kgit/c1/campaign", appended)
+    shown = kgit_in(clone, "log")
+    assert shown.code == 1 and "YAML aliases" in shown.err
+
+
+def test_refs_the_remote_record_does_not_account_for_are_not_taken(
+    shared: tuple[Path, Path],
+) -> None:
+    repo, bare = shared
+    base = git(repo, "rev-parse", "kgit/c1/best~1")
+    git(repo, "push", "-q", "origin", f"{base}:refs/heads/kgit/c1/round-99")
+    git(repo, "push", "-q", "origin", f"{base}:refs/kgit/c1/rounds/99")
+    git(repo, "push", "-q", "origin", f"{base}:refs/kgit/bad$(touch${{IFS}}x)/campaign")
+    clone = fresh_clone(bare, "clone", ready=False)
+    refs = kgit_refs(clone)
+    assert "round-99" not in refs and "rounds/99" not in refs and "bad" not in refs
+    assert kgit_in(clone, "doctor").code == 0
+
+
+def test_a_forged_interrupted_accept_does_not_carry_a_best_line(
+    shared: tuple[Path, Path],
+) -> None:
+    """An open round whose branch tip is the best line passes for an accept killed half-way;
+    the remote must hold an accepting verdict of that round on it."""
+    _repo, bare = shared
+    clone = fresh_clone(bare, "clone")
+    number = start(clone, "sneaky")
+    sneaky = change(clone, 50, "slower, never validated")
+    git(clone, "push", "-q", "origin", f"{sneaky}:refs/heads/kgit/c1/best")
+    git(clone, "push", "-q", "origin", f"{sneaky}:refs/heads/kgit/c1/round-{number}")
+    git(clone, "push", "-q", "origin", "refs/kgit/c1/campaign:refs/kgit/c1/campaign")
+    fresh = bare.parent / "fresh"
+    git(bare.parent, "clone", "-q", str(bare), str(fresh))
+    refused = kgit_in(fresh, "pull")
+    assert refused.code == 1, refused
+    assert f"best line of campaign c1 is at {sneaky[:10]}" in refused.err
