@@ -28,10 +28,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.engine.hooks import hooks_missing
+from kgit.engine.inbound import (
+    best_elsewhere,
+    check_best,
+    diverged,
+    require_no_rewrite,
+    require_readable,
+    unsealed,
+)
 from kgit.engine.merge import merge_notes, merge_tips
 from kgit.engine.remote import (
     SALVAGE,
     RecordAt,
+    Sides,
     campaign_refs,
     campaigns_in,
     check_remote,
@@ -44,18 +53,8 @@ from kgit.engine.store import Campaign, now
 from kgit.engine.trust import trust_of
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, Repo
-from kgit.records.names import NOTE_KINDS, CampaignRefs, validate_campaign_name
-from kgit.records.notes import (
-    ACCEPTING,
-    BASELINE,
-    NOTE_VERSION,
-    ROLLED_BACK,
-    RoundNote,
-    load_record,
-    type_problems,
-)
-
-FINAL = (*ACCEPTING, BASELINE, ROLLED_BACK)
+from kgit.records.names import NOTE_KINDS, validate_campaign_name
+from kgit.records.notes import RoundNote
 
 
 @dataclass
@@ -68,20 +67,6 @@ class Plan:
     def move(self, ref: str, new: str | None, old: str | None) -> None:
         if new != old:
             self.moves.append((ref, new or ZERO_SHA, old))
-
-
-@dataclass
-class Sides:
-    """One campaign's refs here and on the remote (full local names -> sha)."""
-
-    name: str
-    remote: str
-    ours: dict[str, str]
-    theirs: dict[str, str]
-
-    @property
-    def refs(self) -> CampaignRefs:
-        return CampaignRefs(self.name)
 
 
 def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[str, Any]:
@@ -138,10 +123,10 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
         "warnings": [],
     }
     if not theirs.sealed:
-        raise _unsealed(sides, sides.remote)
+        raise unsealed(sides, sides.remote)
     ours = RecordAt.read(repo, mine, NOTE_KINDS) if mine else None
     if ours is not None and not ours.sealed:
-        raise _unsealed(sides, None)
+        raise unsealed(sides, None)
     result = _relation(repo, sides, ours, theirs, take_remote)
     report["result"] = result
     taking = result in ("created", "fast-forward", "taken")
@@ -151,12 +136,12 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
         report["salvaged"] = _salvage(repo, plan, sides)
         report["set_aside"] = _set_aside(repo, sides, ours)
     if taking:
-        _require_readable(repo, sides, ours if result == "fast-forward" else None, theirs)
-        _check_best(repo, sides, theirs)
+        require_readable(repo, sides, ours if result == "fast-forward" else None, theirs)
+        check_best(repo, sides, theirs)
         _take_refs(repo, plan, sides, theirs, replace=result == "taken")
         report["record"]["new"] = theirs_sha
     else:
-        report["warnings"] += _best_elsewhere(repo, sides)
+        report["warnings"] += best_elsewhere(repo, sides)
     final = theirs if taking else ours
     assert final is not None
     for kind in NOTE_KINDS:
@@ -188,7 +173,7 @@ def _relation(
     if repo.is_ancestor(theirs.commit, ours.commit):
         return "ahead"
     if repo.is_ancestor(ours.commit, theirs.commit):
-        _require_no_rewrite(repo, sides, ours, theirs)
+        require_no_rewrite(repo, sides, ours, theirs)
         return "fast-forward"
     if take_remote:
         return "taken"
@@ -201,173 +186,7 @@ def _relation(
             f"campaigns); take {sides.remote}'s: kgit pull {sides.remote} -c {sides.name} "
             f"--take-remote (this clone's refs stay under {SALVAGE}{sides.name}/)",
         )
-    raise _diverged(repo, sides, ours, theirs, RecordAt.read(repo, base, ("rounds",)))
-
-
-def _unsealed(sides: Sides, remote: str | None) -> KgitError:
-    where = f"{remote}'s" if remote else "this clone's"
-    return KgitError(
-        f"{where} record of campaign {sides.name} was written by a kgit that did not keep its "
-        "notes in it: a changed note could not be told from kgit's",
-        hint=("in a clone that has it: " if remote else "")
-        + "kgit doctor --fix (records the notes as they are), "
-        + (f"kgit push; then kgit pull {remote}" if remote else "then kgit pull again"),
-    )
-
-
-def _round_words(repo: Repo, record: RecordAt, base: RecordAt, number: int) -> str:
-    """Round NUMBER as RECORD has it, e.g. `round-5 "bigger tiles" ACCEPTED on 1a2b3c4d5e`."""
-    open_round = record.state.open_round
-    if open_round is not None and open_round.number == number:
-        return f'round-{number} "{open_round.hypothesis}" in progress'
-    for lost in record.state.abandoned:
-        if lost.get("round") == number:
-            return f'round-{number} "{lost.get("hypothesis")}" rolled back before any commit'
-    new = {t: b for t, b in record.notes["rounds"].items() if base.notes["rounds"].get(t) != b}
-    texts = repo.read_blobs(list(new.values()))
-    for target, blob in new.items():
-        note = RoundNote.from_text(texts[blob])
-        if note.round == number:
-            return f'round-{number} "{note.hypothesis}" {note.status} on {target[:10]}'
-    return f"round-{number}"
-
-
-def _diverged(
-    repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordAt, base: RecordAt
-) -> KgitError:
-    start = base.state.next_round
-    both = sorted(
-        set(range(start, ours.state.next_round)) & set(range(start, theirs.state.next_round))
-    )
-    if both:
-        what = "; ".join(
-            f"here {_round_words(repo, ours, base, n)}, on {sides.remote} "
-            f"{_round_words(repo, theirs, base, n)}"
-            for n in both
-        )
-        message = (
-            f"campaign {sides.name}: this clone and {sides.remote} both recorded round(s) "
-            f"{', '.join(map(str, both))} since {base.commit[:10]} ({what}); round numbers are "
-            "never reused, so kgit will not merge the two records"
-        )
-    else:
-        message = (
-            f"campaign {sides.name}: this clone and {sides.remote} both wrote the campaign record "
-            f"since {base.commit[:10]}, and kgit does not merge two records"
-        )
-    return KgitError(
-        message,
-        hint=f"keep {sides.remote}'s record and set this clone's aside: kgit pull {sides.remote} "
-        f"-c {sides.name} --take-remote (every ref of yours stays under "
-        f"{SALVAGE}{sides.name}/<time>/; redo a hypothesis as a new round: kgit round start "
-        '"..." then git cherry-pick its commit). Next time, kgit push right after kgit round '
-        "start reserves the round's number",
-    )
-
-
-def _require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordAt) -> None:
-    """The remote's record contains this clone's commits, but its newer commits may still undo
-    what this clone recorded: a note removed, a closed round's note changed."""
-    problems = []
-    for kind, listing in ours.notes.items():
-        gone = [t for t in listing if t not in theirs.notes[kind]]
-        problems += [f"its {kind} note on {t[:10]} was removed" for t in gone]
-    open_number = ours.state.open_round.number if ours.state.open_round else None
-    changed = {
-        t: b
-        for t, b in ours.notes["rounds"].items()
-        if theirs.notes["rounds"].get(t) not in (None, b)
-    }
-    texts = repo.read_blobs(list(changed.values()))
-    for target, blob in changed.items():
-        note = RoundNote.from_text(texts[blob])
-        if note.status in FINAL and note.round != open_number:
-            problems.append(f"round-{note.round}'s closed note on {target[:10]} was changed")
-    if theirs.state.abandoned[: len(ours.state.abandoned)] != ours.state.abandoned:
-        problems.append("a round rolled back before any commit was dropped from its state")
-    if theirs.state.next_round < ours.state.next_round:
-        problems.append("its next round number went down (round numbers would be reused)")
-    if problems:
-        raise KgitError(
-            f"{sides.remote}'s record of campaign {sides.name} rewrites what this clone "
-            f"recorded: {'; '.join(problems)}",
-            hint=f"nothing was taken; inspect it: git log --stat {sides.ours[sides.refs.record]}.."
-            f"refs/kgit-remotes/{sides.remote}/kgit/{sides.name}/campaign; this clone's record "
-            "is intact (kgit push would be refused as it is not a fast-forward there)",
-        )
-
-
-def _require_readable(repo: Repo, sides: Sides, ours: RecordAt | None, theirs: RecordAt) -> None:
-    """Every round note the remote's record brings (new or changed since OURS) must read as a
-    round note of this campaign: one that does not would stop every view here, and one built
-    to expand (YAML aliases) would hang them, and a field of the wrong type would crash them.
-    One parse per new note (~0.6 ms)."""
-    known = ours.notes["rounds"] if ours is not None else {}
-    new = {t: b for t, b in theirs.notes["rounds"].items() if known.get(t) != b}
-    texts = repo.read_blobs(list(dict.fromkeys(new.values())))
-    for target, blob in sorted(new.items()):
-        try:
-            data = load_record(texts[blob], "round", NOTE_VERSION, "round note")
-        except KgitError as exc:
-            problem = exc.message
-        else:
-            wrong = type_problems(RoundNote, data)
-            if not wrong:
-                continue
-            problem = "; ".join(wrong[:3])
-        raise KgitError(
-            f"{sides.remote}'s record of campaign {sides.name} holds a round note on "
-            f"{target[:10]} that kgit cannot take: {problem}",
-            hint=f"nothing was taken; see it: git cat-file blob {blob}",
-        )
-
-
-def _check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
-    """The remote's best line must be on a commit its record accepted, or on the base."""
-    best = sides.theirs.get(sides.refs.best)
-    if best is None:
-        raise KgitError(
-            f"{sides.remote} has campaign {sides.name}'s record but not its best line "
-            f"({sides.refs.best})",
-            hint="in the clone that pushed it: kgit push again",
-        )
-    if best == theirs.state.base and not theirs.state.baselined:
-        return
-    blob = theirs.notes["rounds"].get(best)
-    note = RoundNote.from_text(repo.read_blob(blob)) if blob else None
-    if note is not None and note.campaign == sides.name and note.status in (*ACCEPTING, BASELINE):
-        return
-    open_round = theirs.state.open_round
-    branch = sides.refs.round_branch(open_round.number) if open_round else None
-    interrupted = (
-        branch is not None
-        and sides.theirs.get(branch) == best
-        and note is not None
-        and note.round == (open_round.number if open_round else None)
-        and note.decision in ACCEPTING
-    )
-    if interrupted:
-        return  # an accept of an accepting verdict interrupted after it moved the best line
-    said = f"its note says {note.status}" if note is not None else "its record has no round note"
-    raise KgitError(
-        f"{sides.remote}'s best line of campaign {sides.name} is at {best[:10]}, and {said}: "
-        "no accepted round put it there",
-        hint=f"nothing was taken; in the clone that pushed it: kgit doctor (then kgit push); "
-        f"see it: git log -1 refs/kgit-remotes/{sides.remote}/heads/kgit/{sides.name}/best",
-    )
-
-
-def _best_elsewhere(repo: Repo, sides: Sides) -> list[str]:
-    """A remote whose record this clone has (or is ahead of) but whose best line is elsewhere:
-    kept as it is here, and said (someone moved it there outside kgit)."""
-    mine, there = sides.ours.get(sides.refs.best), sides.theirs.get(sides.refs.best)
-    if mine is None or there is None or there == mine or repo.is_ancestor(there, mine):
-        return []
-    return [
-        f"{sides.remote}'s best line is at {there[:10]}, which this clone's ({mine[:10]}) does "
-        f"not lead from although it has {sides.remote}'s record: it differs, moved outside "
-        "kgit there; this clone's is kept (kgit push puts it back)"
-    ]
+    raise diverged(repo, sides, ours, theirs, RecordAt.read(repo, base, ("rounds",)))
 
 
 def _wanted(sides: Sides, theirs: RecordAt) -> dict[str, str]:

@@ -136,6 +136,20 @@ class RecordAt:
         )
 
 
+@dataclass
+class Sides:
+    """One campaign's refs here and on the remote (full local names -> sha)."""
+
+    name: str
+    remote: str
+    ours: dict[str, str]
+    theirs: dict[str, str]
+
+    @property
+    def refs(self) -> CampaignRefs:
+        return CampaignRefs(self.name)
+
+
 def remote_campaign_hint(repo: Repo) -> str | None:
     """For a clone with no campaign: `kgit pull REMOTE` when a remote holds one (its tracking
     refs, else asking the default remote, briefly)."""
