@@ -6,6 +6,7 @@ round accepted. kgit/engine/pull.py calls these before it moves anything."""
 from __future__ import annotations
 
 from kgit.engine.remote import SALVAGE, RecordAt, Sides
+from kgit.engine.store import HARNESS_DIR
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.records.notes import (
@@ -84,7 +85,8 @@ def diverged(
 
 def require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordAt) -> None:
     """The remote's record contains this clone's commits, but its newer commits may still undo
-    what this clone recorded: a note removed, a closed round's note changed."""
+    what this clone recorded: a note removed, a closed round's note changed, what the baseline
+    froze changed."""
     problems = []
     for kind, listing in ours.notes.items():
         gone = [t for t in listing if t not in theirs.notes[kind]]
@@ -104,6 +106,7 @@ def require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordA
         problems.append("a round rolled back before any commit was dropped from its state")
     if theirs.state.next_round < ours.state.next_round:
         problems.append("its next round number went down (round numbers would be reused)")
+    problems += _baseline_changes(repo, ours, theirs)
     if problems:
         raise KgitError(
             f"{sides.remote}'s record of campaign {sides.name} rewrites what this clone "
@@ -112,6 +115,35 @@ def require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordA
             f"refs/kgit-remotes/{sides.remote}/kgit/{sides.name}/campaign; this clone's record "
             "is intact (kgit push would be refused as it is not a fast-forward there)",
         )
+
+
+# What `kgit baseline` freezes in the state: nothing after it changes them (kgit/engine/setup.py).
+FROZEN_AT_BASELINE = (
+    "base",
+    "frozen_header",
+    "protected",
+    "representative",
+    "inactive",
+    "noise_floors",
+    "fingerprint",
+)
+
+
+def _baseline_changes(repo: Repo, ours: RecordAt, theirs: RecordAt) -> list[str]:
+    """What the baseline froze that the remote's record changes: the CSV header, the protected
+    harness's hashes and its frozen copy, the representative shapes, the noise floors. A record
+    appended with a new harness hash would let a changed harness pass as the frozen one."""
+    if not ours.state.baselined:
+        return []
+    found = [
+        f"its state's {name} (frozen at baseline) changed"
+        for name in FROZEN_AT_BASELINE
+        if getattr(ours.state, name) != getattr(theirs.state, name)
+    ]
+    harness = [repo.rev_parse(f"{side.commit}:{HARNESS_DIR}") for side in (ours, theirs)]
+    if harness[0] != harness[1]:
+        found.append(f"its frozen harness copy ({HARNESS_DIR}/) changed")
+    return found
 
 
 def require_readable(repo: Repo, sides: Sides, ours: RecordAt | None, theirs: RecordAt) -> None:

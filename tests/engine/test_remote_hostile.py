@@ -211,3 +211,22 @@ def test_a_forged_interrupted_accept_does_not_carry_a_best_line(
     refused = kgit_in(fresh, "pull")
     assert refused.code == 1, refused
     assert f"best line of campaign c1 is at {sneaky[:10]}" in refused.err
+
+
+def test_what_the_baseline_froze_cannot_be_changed_by_an_appended_record_commit(
+    shared: tuple[Path, Path],
+) -> None:
+    """A record commit that re-hashes the protected harness would let a changed harness pass
+    as the frozen one in every clone that pulls it."""
+    import json
+
+    repo, bare = shared
+    clone = fresh_clone(bare, "clone")
+    record = git(clone, "rev-parse", "refs/kgit/c1/campaign")
+    state = json.loads(git(clone, "cat-file", "blob", f"{record}:state.json"))
+    state["protected"] = {path: "0" * 40 for path in state["protected"]}
+    appended = _record_edit(clone, "state.json", (json.dumps(state, indent=2) + "\n").encode())
+    git(clone, "push", "-q", "origin", f"{appended}:refs/kgit/c1/campaign")
+    refused = kgit_in(repo, "pull")
+    assert refused.code == 1, refused
+    assert "its state's protected (frozen at baseline) changed" in refused.err
