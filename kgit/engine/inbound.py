@@ -172,13 +172,23 @@ def require_readable(repo: Repo, sides: Sides, ours: RecordAt | None, theirs: Re
 
 
 def check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
-    """The remote's best line must be on a commit its record accepted, or on the base."""
+    """The remote's best line must be on a commit its record accepted (or the base), and hold
+    the protected files (harness, the gate's tests) as the baseline froze them."""
     best = sides.theirs.get(sides.refs.best)
     if best is None:
         raise KgitError(
             f"{sides.remote} has campaign {sides.name}'s record but not its best line "
             f"({sides.refs.best})",
             hint="in the clone that pushed it: kgit push again",
+        )
+    protected = theirs.state.protected
+    changed = [p for p, b in repo.path_blobs(best, list(protected)).items() if b != protected[p]]
+    if changed:
+        raise KgitError(
+            f"{sides.remote}'s best line of campaign {sides.name} changes file(s) frozen at "
+            f"baseline: {', '.join(changed)} (no verdict accepts that)",
+            hint=f"nothing was taken; see it: git diff {theirs.state.base[:10]} "
+            f"refs/kgit-remotes/{sides.remote}/heads/kgit/{sides.name}/best -- {changed[0]}",
         )
     if best == theirs.state.base and not theirs.state.baselined:
         return

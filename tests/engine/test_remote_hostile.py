@@ -230,3 +230,38 @@ def test_what_the_baseline_froze_cannot_be_changed_by_an_appended_record_commit(
     refused = kgit_in(repo, "pull")
     assert refused.code == 1, refused
     assert "its state's protected (frozen at baseline) changed" in refused.err
+
+
+def test_a_best_line_that_changes_the_frozen_harness_is_refused(
+    shared: tuple[Path, Path],
+) -> None:
+    """A forged record can call any commit ACCEPTED; it cannot make the frozen files change."""
+    from kgit.gitdoor import open_repo
+
+    repo, bare = shared
+    clone = fresh_clone(bare, "clone")
+    git(clone, "checkout", "-q", "kgit/c1/best")
+    (clone / "harness.py").write_text((clone / "harness.py").read_text() + "# faster\n")
+    git(clone, "commit", "-q", "--no-verify", "-am", "a harness that reads faster")
+    forged = git(clone, "rev-parse", "HEAD")
+    note = git(clone, "notes", "--ref=refs/notes/kgit/c1/rounds", "show", "HEAD~1")
+    record = _record_edit(
+        clone, f"notes/rounds/{forged}", note.replace("round: 2", "round: 4").encode()
+    )
+    kgit_repo = open_repo(clone)
+    state = kgit_repo.read_blob(git(clone, "rev-parse", f"{record}:state.json"))
+    tree = kgit_repo.tree_with(
+        record, {"state.json": state.replace(b'"next_round": 4', b'"next_round": 5')}
+    )
+    record = kgit_repo.commit_tree(tree, [record], "kgit c1: round-4 ACCEPTED\n")
+    git(
+        clone,
+        "push",
+        "-q",
+        "origin",
+        f"{record}:refs/kgit/c1/campaign",
+        f"{forged}:refs/heads/kgit/c1/best",
+    )
+    refused = kgit_in(repo, "pull")
+    assert refused.code == 1, refused
+    assert "changes file(s) frozen at baseline: harness.py" in refused.err
