@@ -82,9 +82,12 @@ def _spawn(
     input: bytes | None,
     env: Mapping[str, str],
     timeout: float | None = None,
+    detached: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run one git command: the single runner of every git call kgit makes. TIMEOUT (seconds)
-    only for calls that may wait on a network (raises subprocess.TimeoutExpired)."""
+    only for calls that may wait on a network (raises subprocess.TimeoutExpired); DETACHED runs
+    it without the terminal, so that ssh cannot stop to ask on it (a hint is not worth a
+    prompt)."""
     global _calls
     _calls += 1
     kill = _kill_point()
@@ -92,7 +95,13 @@ def _spawn(
         os._exit(137)
     _trace(cmd, cwd)
     proc = subprocess.run(
-        list(cmd), cwd=cwd, input=input, capture_output=True, env=dict(env), timeout=timeout
+        list(cmd),
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        env=dict(env),
+        timeout=timeout,
+        start_new_session=detached,
     )
     if kill == (_calls, True):
         os._exit(137)
@@ -500,6 +509,7 @@ class Repo:
                 None,
                 clean_env({"GIT_TERMINAL_PROMPT": "0"}),
                 timeout=timeout,
+                detached=True,
             )
         except subprocess.TimeoutExpired:
             return None

@@ -53,9 +53,17 @@ def round_words(repo: Repo, record: RecordAt, base: RecordAt, number: int) -> st
 def diverged(
     repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordAt, base: RecordAt
 ) -> KgitError:
+    """The refusal of two records that both moved since BASE: the rounds both numbered, else
+    what each side wrote (no new round on the remote's side can be a record rewritten there:
+    the hint then offers to publish this clone's again as well as to take the remote's)."""
     start = base.state.next_round
     both = sorted(
         set(range(start, ours.state.next_round)) & set(range(start, theirs.state.next_round))
+    )
+    take = (
+        f"keep {sides.remote}'s record and set this clone's aside: kgit pull {sides.remote} -c "
+        f"{sides.name} --take-remote (every ref of yours stays under {SALVAGE}{sides.name}/"
+        "<time>/"
     )
     if both:
         what = "; ".join(
@@ -63,24 +71,43 @@ def diverged(
             f"{round_words(repo, theirs, base, n)}"
             for n in both
         )
-        message = (
+        return KgitError(
             f"campaign {sides.name}: this clone and {sides.remote} both recorded round(s) "
             f"{', '.join(map(str, both))} since {base.commit[:10]} ({what}); round numbers are "
-            "never reused, so kgit will not merge the two records"
+            "never reused, so kgit will not merge the two records",
+            hint=f'{take}; redo a hypothesis as a new round: kgit round start "..." then git '
+            "cherry-pick its commit). Next time, kgit push right after kgit round start "
+            "reserves the round's number",
         )
-    else:
-        message = (
-            f"campaign {sides.name}: this clone and {sides.remote} both wrote the campaign record "
-            f"since {base.commit[:10]}, and kgit does not merge two records"
-        )
+    here, there = _written(repo, base, ours), _written(repo, base, theirs)
+    rewritten = theirs.state.next_round == start
     return KgitError(
-        message,
-        hint=f"keep {sides.remote}'s record and set this clone's aside: kgit pull {sides.remote} "
-        f"-c {sides.name} --take-remote (every ref of yours stays under "
-        f"{SALVAGE}{sides.name}/<time>/; redo a hypothesis as a new round: kgit round start "
-        '"..." then git cherry-pick its commit). Next time, kgit push right after kgit round '
-        "start reserves the round's number",
+        f"campaign {sides.name}: since {base.commit[:10]} this clone's record has {here} that "
+        f"{sides.remote}'s lacks, and {sides.remote}'s has {there}"
+        + (
+            f" but no new round: {sides.remote}'s record may have been rewritten there"
+            if rewritten
+            else ""
+        )
+        + "; kgit does not merge two records",
+        hint=f"compare them: git log --stat {base.commit[:10]}..refs/kgit-remotes/{sides.remote}/"
+        f"kgit/{sides.name}/campaign; {take})"
+        + (
+            f"; or, if {sides.remote}'s is wrong, publish this clone's again: git push "
+            f"--force-with-lease=refs/kgit/{sides.name}/campaign:{theirs.commit} {sides.remote} "
+            f"refs/kgit/{sides.name}/campaign, then kgit push"
+            if rewritten
+            else ""
+        ),
     )
+
+
+def _written(repo: Repo, base: RecordAt, side: RecordAt) -> str:
+    """`3 commits ("round-5: ACCEPTED", ...)`: what SIDE's record wrote since BASE."""
+    subjects = repo.text("log", "--format=%s", f"{base.commit}..{side.commit}").splitlines()
+    shown = ", ".join(f'"{s.split(": ", 1)[-1]}"' for s in subjects[:3])
+    more = ", ..." if len(subjects) > 3 else ""
+    return f"{len(subjects)} commit(s) ({shown}{more})"
 
 
 def require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordAt) -> None:

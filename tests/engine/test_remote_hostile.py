@@ -71,10 +71,16 @@ def test_a_record_rewritten_and_force_pushed_is_refused(shared: tuple[Path, Path
     before = kgit_refs(repo)
     refused = kgit_in(repo, "pull")
     assert refused.code == 1, refused
-    assert "both wrote the campaign record" in refused.err
+    assert "origin's record may have been rewritten there" in refused.err
     assert kgit_refs(repo) == before
     refused = kgit_in(repo, "push")  # nor does this clone overwrite it blindly
     assert refused.code == 1 and "kgit pull origin -c c1" in refused.err
+    # The hinted repair: this clone's record published again, compare-and-swap on the rewrite.
+    lease = f"--force-with-lease=refs/kgit/c1/campaign:{rewritten}"
+    assert lease in kgit_in(repo, "pull").err
+    git(repo, "push", "-q", lease, "origin", "refs/kgit/c1/campaign")
+    assert kgit_in(repo, "push").code == 0
+    assert log(fresh_clone(bare, "fresh", ready=False)) == log(repo)
 
 
 def test_a_forged_note_on_the_remote_is_not_taken(shared: tuple[Path, Path]) -> None:
