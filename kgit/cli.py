@@ -102,6 +102,7 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit status | log | show N                where things stand, the lineage, one round
       kgit doctor [--fix]                       explain (and repair) what a kill left behind
       kgit trust --campaign NAME                approve a fetched campaign's commands
+      kgit push | pull [REMOTE]                 share campaigns between clones (compare-and-swap)
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,
