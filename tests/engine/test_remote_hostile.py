@@ -195,8 +195,10 @@ def test_refs_the_remote_record_does_not_account_for_are_not_taken(
     git(repo, "push", "-q", "origin", f"{base}:refs/kgit/c1/rounds/99")
     git(repo, "push", "-q", "origin", f"{base}:refs/kgit/bad$(touch${{IFS}}x)/campaign")
     clone = fresh_clone(bare, "clone", ready=False)
-    refs = kgit_refs(clone)
-    assert "round-99" not in refs and "rounds/99" not in refs and "bad" not in refs
+    names = [line.split(" ", 1)[1] for line in kgit_refs(clone).splitlines()]
+    assert "refs/heads/kgit/c1/round-99" not in names and "refs/kgit/c1/rounds/99" not in names
+    assert not any(name.startswith("refs/kgit/bad") for name in names)
+    assert "refs/kgit/c1/campaign" in names
     assert kgit_in(clone, "doctor").code == 0
 
 
