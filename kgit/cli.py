@@ -101,6 +101,8 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit round accept | rollback              fast-forward the best line, or go back to it
       kgit status | log | show N                where things stand, the lineage, one round
       kgit doctor [--fix]                       explain (and repair) what a kill left behind
+      kgit trust --campaign NAME                approve a fetched campaign's commands
+      kgit push | pull [REMOTE]                 share campaigns between clones (compare-and-swap)
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,
@@ -290,7 +292,7 @@ def round_start(obj: Ctx, hypothesis: str, reopen: bool, as_json: bool) -> None:
         as_json,
         lambda r: (
             f"round-{r['round']} started on {r['branch'].removeprefix('refs/heads/')}\n"
-            "next: change the kernel, git commit (the hook gates it), kgit round validate"
+            f"next: change the kernel, {r['commit']}, kgit round validate"
         ),
     )
 
@@ -587,10 +589,126 @@ def hooks() -> None:
 @hooks.command("install")
 @click.pass_obj
 def hooks_install(obj: Ctx) -> None:
-    """(Re)install kgit's pre-commit and prepare-commit-msg hooks, chaining existing ones."""
-    from kgit.engine.setup import install_hooks
+    """(Re)install kgit's pre-commit and prepare-commit-msg hooks, chaining existing ones.
 
+    Refused while a campaign of the repository is not trusted here (kgit trust)."""
+    from kgit.engine.hooks import configure_git, install_hooks
+    from kgit.engine.trust import untrusted_campaigns
+
+    untrusted = untrusted_campaigns(obj.repo())
+    if untrusted:
+        raise KgitError(
+            "cannot install the hooks: the commands of campaign(s) "
+            f"{', '.join(untrusted)} are not trusted in this repository (the hook would run them)",
+            hint=" && ".join(f"kgit trust --campaign {name}" for name in untrusted)
+            + " (each shows the commands and asks), then kgit hooks install",
+        )
     click.echo("installed: " + ", ".join(install_hooks(obj.repo())))
+    # A clone that pulled its campaigns has none of kgit init's git settings either.
+    configure_git(obj.repo())
+    click.echo("git config: notes follow amend and rebase; git log shows the round notes")
+
+
+@cli.command()
+@click.option(
+    "-c", "--campaign", "name", metavar="NAME", help="The campaign to trust [default: as kgit -c]."
+)
+@click.option("--yes", is_flag=True, help="Approve without asking (for scripts).")
+@json_option
+@click.pass_obj
+def trust(obj: Ctx, name: str | None, yes: bool, as_json: bool) -> None:
+    """Approve the commands of a campaign that came from elsewhere (a fetch, another clone).
+
+    \b
+    kgit runs a manifest's commands (the gate's test_command, the harness, the rebuild
+    and acceptance commands) only when this repository approves that exact manifest:
+    its SHA-256 in the repository's own config (kgit.NAME.trust), which git never
+    transfers. kgit init and kgit import approve what you define; a campaign fetched
+    from another clone, or whose manifest changed there, waits for this command. It
+    shows the commands and asks; --yes approves without asking.
+    """
+    from kgit.engine.trust import record_trust, render_trust, trust_data
+
+    obj.campaign_name = name or obj.campaign_name
+    campaign = obj.campaign()
+    data = trust_data(campaign)
+    if not as_json:
+        click.echo(render_trust(data))
+    if not data["trusted"]:
+        if not yes and not sys.stdin.isatty():
+            raise UsageError(
+                f"kgit trust asks before it approves campaign {campaign.name}'s commands, and "
+                "there is no terminal to ask on",
+                hint=f"read the commands above, then kgit trust --campaign {campaign.name} --yes",
+            )
+        if not yes and not click.confirm("run these commands in this repository?", err=True):
+            raise KgitError("not trusted: nothing changed", hint="kgit status")
+        record_trust(campaign)  # the manifest shown above, not one fetched meanwhile
+    done = {**data, "trusted": True, "was_trusted": data["trusted"]}
+    emit(
+        done,
+        as_json,
+        lambda r: (
+            f"{'already trusted' if r['was_trusted'] else 'trusted'}: campaign "
+            f"{r['campaign']} ({r['config_key']} = {r['manifest_sha256'][:16]}...)"
+        ),
+    )
+
+
+@cli.command()
+@click.argument("remote", required=False)
+@json_option
+@click.pass_obj
+def push(obj: Ctx, remote: str | None, as_json: bool) -> None:
+    """Publish the campaign(s) to REMOTE, as compare-and-swap on every ref.
+
+    \b
+    The campaign's branches (best, round-N, final), its record and kept rounds
+    (refs/kgit/NAME/), its notes (refs/notes/kgit/NAME/) and the tips chains, in one
+    atomic push where each ref moves only if the remote still holds what kgit just
+    fetched. Refused when the remote moved (another clone accepted or pushed): kgit
+    pull first. Push right after kgit round start to reserve the round's number.
+    REMOTE defaults to the branch's upstream remote, else origin; -c NAME pushes one
+    campaign (default: all of this clone's).
+    """
+    from kgit.engine.push import push as run_push
+    from kgit.engine.remote import default_remote
+    from kgit.views.sync import render_push
+
+    repo = obj.repo()
+    emit(run_push(repo, remote or default_remote(repo), obj.campaign_name), as_json, render_push)
+
+
+@cli.command()
+@click.argument("remote", required=False)
+@click.option(
+    "--take-remote",
+    is_flag=True,
+    help="When this clone's record and the remote's diverged (colliding rounds), keep this "
+    "clone's refs under refs/kgit-salvage/ and take the remote's.",
+)
+@json_option
+@click.pass_obj
+def pull(obj: Ctx, remote: str | None, take_remote: bool, as_json: bool) -> None:
+    """Take the campaign(s) of REMOTE into this clone, losing no record.
+
+    \b
+    Fetches kgit's refs into refs/kgit-remotes/REMOTE/, then takes a campaign whose
+    record is a fast-forward of this clone's (or new here), merges notes and tips,
+    and refuses a record that diverged (the rounds that collide are named), was
+    rewritten, or whose best line no round accepted. Runs nothing and installs
+    nothing: a campaign that arrives is not trusted here until kgit trust, and the
+    commit gate waits for kgit hooks install. REMOTE defaults to the branch's
+    upstream remote, else origin; -c NAME pulls one campaign (default: all of the
+    remote's).
+    """
+    from kgit.engine.pull import pull as run_pull
+    from kgit.engine.remote import default_remote
+    from kgit.views.sync import render_pull
+
+    repo = obj.repo()
+    name, where = obj.campaign_name, remote or default_remote(repo)
+    emit(run_pull(repo, where, name, take_remote), as_json, render_pull)
 
 
 @cli.command(hidden=True, context_settings={"ignore_unknown_options": True})

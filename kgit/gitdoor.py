@@ -77,16 +77,32 @@ def _kill_point() -> tuple[int, bool] | None:
 
 
 def _spawn(
-    cmd: Sequence[str], cwd: Path, input: bytes | None, env: Mapping[str, str]
+    cmd: Sequence[str],
+    cwd: Path,
+    input: bytes | None,
+    env: Mapping[str, str],
+    timeout: float | None = None,
+    detached: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run one git command: the single runner of every git call kgit makes."""
+    """Run one git command: the single runner of every git call kgit makes. TIMEOUT (seconds)
+    only for calls that may wait on a network (raises subprocess.TimeoutExpired); DETACHED runs
+    it without the terminal, so that ssh cannot stop to ask on it (a hint is not worth a
+    prompt)."""
     global _calls
     _calls += 1
     kill = _kill_point()
     if kill == (_calls, False):
         os._exit(137)
     _trace(cmd, cwd)
-    proc = subprocess.run(list(cmd), cwd=cwd, input=input, capture_output=True, env=dict(env))
+    proc = subprocess.run(
+        list(cmd),
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        env=dict(env),
+        timeout=timeout,
+        start_new_session=detached,
+    )
     if kill == (_calls, True):
         os._exit(137)
     return proc
@@ -326,23 +342,67 @@ class Repo:
                 messages[sha] = body
         return messages
 
-    def tree_with(self, commit: str, files: Mapping[str, bytes | None]) -> str:
-        """The tree of COMMIT with FILES replaced (None: removed), built in a private index so
-        the user's index and work tree are never touched."""
+    def tree_with(self, commit: str, files: Mapping[str, bytes | str | None]) -> str:
+        """The tree of COMMIT with FILES replaced: bytes are new contents, a str is the sha of a
+        blob already stored, None removes the path. Built in a private index, so the user's
+        index and work tree are never touched, with one `update-index` for all the paths (a
+        campaign record holds thousands of note entries: nothing per unchanged file)."""
         import tempfile
 
         listed = self.ls_tree(commit, list(files)) if files else {}
         modes = {path: mode for path, (mode, _sha) in listed.items()}
+        lines = []
+        for path, data in files.items():
+            if data is None:
+                lines.append(f"0 {ZERO_SHA}\t{path}")
+                continue
+            blob = data if isinstance(data, str) else self.write_blob(data)
+            lines.append(f"{modes.get(path, '100644')} {blob}\t{path}")
         with tempfile.TemporaryDirectory(prefix="kgit-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self.git("read-tree", commit, env_extra=env)
-            for path, data in files.items():
-                if data is None:
-                    self.git("update-index", "--force-remove", "--", path, env_extra=env)
-                    continue
-                info = f"{modes.get(path, '100644')},{self.write_blob(data)},{path}"
-                self.git("update-index", "--add", "--cacheinfo", info, env_extra=env)
+            if lines:
+                self._index_info(lines, env)
             return self.git("write-tree", env_extra=env).decode().strip()
+
+    def _index_info(self, lines: Sequence[str], env: Mapping[str, str]) -> None:
+        """`update-index --index-info` of LINES into the index ENV names. It skips a path git
+        refuses (`.git/config`, `../x`) with a warning and exit 0, where `--cacheinfo` fails:
+        that warning is an error here, or a refused path would silently vanish from a tree."""
+        stdin = "".join(f"{line}\0" for line in lines).encode()
+        proc = self._run(["update-index", "-z", "--index-info"], stdin, env)
+        refused = proc.stderr.decode(errors="replace").strip()
+        if proc.returncode != 0 or refused:
+            raise GitError(
+                f"git update-index refused a path: {refused}",
+                hint="command: git update-index -z --index-info",
+            )
+
+    @staticmethod
+    def parse_tree(data: bytes) -> dict[str, tuple[str, str]]:
+        """name -> (mode, sha) of a raw tree object (as `cat-file --batch` returns it): a
+        listing read in the same process as other objects, with no `ls-tree` of its own."""
+        entries: dict[str, tuple[str, str]] = {}
+        pos = 0
+        while pos < len(data):
+            space, nul = data.index(b" ", pos), data.index(b"\0", pos)
+            sha = data[nul + 1 : nul + 21].hex()
+            entries[data[space + 1 : nul].decode()] = (data[pos:space].decode(), sha)
+            pos = nul + 21
+        return entries
+
+    def update_refs(self, moves: Sequence[tuple[str, str, str | None]], message: str) -> None:
+        """Compare-and-swap of several refs in one transaction: each (REF, NEW, OLD) moves only
+        if every REF still points at its OLD (None: must not exist), else none moves. One git
+        process, so a kill leaves all of them moved or none."""
+        lines = "".join(f"update {ref} {new} {old or ZERO_SHA}\n" for ref, new, old in moves)
+        proc = self._run(["update-ref", "-m", message, "--stdin"], lines.encode())
+        if proc.returncode != 0:
+            raise KgitError(
+                f"{', '.join(ref for ref, _, _ in moves)} moved while kgit was updating them",
+                hint="another kgit or git process changed them; run the command again",
+                details=proc.stderr.decode(errors="replace").strip(),
+            )
 
     # -- notes ---------------------------------------------------------------------------------
 
@@ -354,6 +414,36 @@ class Repo:
         self.git(
             "notes", f"--ref={notes_ref}", "add", "-f", "-C", blob, target, env_extra=_KGIT_IDENT
         )
+
+    def notes_commit(self, notes_ref: str, notes: Mapping[str, str]) -> tuple[str | None, str]:
+        """(old, new): a commit of NOTES_REF's notes with NOTES (target -> blob sha) attached,
+        built with plumbing and not yet on the ref, so that it can move in one transaction with
+        other refs (`update_refs`). A target's existing note is replaced where it lies; a new
+        one follows the tree's fan-out (`ab/cdef...` once git has fanned it out), as `git
+        notes` reads either and rewrites its own layout on its next write."""
+        import tempfile
+
+        old = self.rev_parse(notes_ref)
+        found = self.ls_tree(old, recursive=False) if old else {}
+        fanned = any(len(name) == 2 for name in found)
+        if fanned:
+            assert old is not None
+            paths = [p for t in notes for p in (f"{t[:2]}/{t[2:]}", f"{t[:2]}/{t[2:4]}/{t[4:]}")]
+            found = {**found, **self.ls_tree(old, [*notes, *paths])}
+        lines = []
+        for target, blob in notes.items():
+            here = [p for p in found if p.replace("/", "") == target]
+            lines += [f"0 {ZERO_SHA}\t{path}" for path in here]
+            path = here[0] if here else (f"{target[:2]}/{target[2:]}" if fanned else target)
+            lines.append(f"100644 {blob}\t{path}")
+        with tempfile.TemporaryDirectory(prefix="kgit-notes-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            if old:
+                self.git("read-tree", old, env_extra=env)
+            self._index_info(lines, env)
+            tree = self.git("write-tree", env_extra=env).decode().strip()
+        message = "Notes added by kgit\n"
+        return old, self.commit_tree(tree, [old] if old else [], message)
 
     def note_read(self, notes_ref: str, target: str) -> bytes | None:
         out = self.git("notes", f"--ref={notes_ref}", "list", target, check=False).decode().strip()
@@ -367,6 +457,100 @@ class Repo:
             blob, target = line.split()
             result[target] = blob
         return result
+
+    def notes_at(self, commit: str) -> dict[str, str]:
+        """Annotated object sha -> note blob sha of the notes commit COMMIT (a ref's value, a
+        remote-tracking copy), whatever its fan-out: the path without its slashes is the sha."""
+        return {
+            path.replace("/", ""): sha
+            for path, (_mode, sha) in self.ls_tree(commit).items()
+            if len(path.replace("/", "")) == 40
+        }
+
+    def notes_tree_commit(
+        self, notes: Mapping[str, str], parents: Sequence[str], message: str
+    ) -> str:
+        """A notes commit holding exactly NOTES (target -> blob), on PARENTS: a merge of two
+        notes histories keeps both reachable. The tree is flat; `git notes` reads any fan-out
+        and rewrites its own layout on its next write."""
+        entries = "".join(f"100644 blob {blob}\t{target}\0" for target, blob in notes.items())
+        tree = self.git("mktree", "-z", input=entries.encode()).decode().strip()
+        return self.commit_tree(tree, parents, message)
+
+    # -- remotes -------------------------------------------------------------------------------
+
+    def remote_names(self) -> list[str]:
+        return self.text("remote").split()
+
+    def upstream_remote(self) -> str | None:
+        """The remote of the checked-out branch's upstream (None: no upstream, or a local one)."""
+        branch = self.current_branch()
+        if branch is None:
+            return None
+        found = self.config_get(f"branch.{branch.removeprefix('refs/heads/')}.remote")
+        return found[-1] if found and found[-1] != "." else None
+
+    def fetch(self, remote: str, refspecs: Sequence[str]) -> None:
+        """`git fetch --prune` of REFSPECS only (no tags, no submodules, no FETCH_HEAD)."""
+        self.git(
+            "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+            "--recurse-submodules=no", remote, *refspecs,
+        )  # fmt: skip
+
+    def ls_remote(
+        self, remote: str, patterns: Sequence[str], timeout: float
+    ) -> dict[str, str] | None:
+        """Ref -> sha of REMOTE's refs matching PATTERNS, or None when the remote cannot be asked
+        within TIMEOUT seconds without a prompt (for hints: never worth a hang)."""
+        try:
+            proc = _spawn(
+                ["git", "ls-remote", remote, *patterns],
+                self.root,
+                None,
+                clean_env({"GIT_TERMINAL_PROMPT": "0"}),
+                timeout=timeout,
+                detached=True,
+            )
+        except subprocess.TimeoutExpired:
+            return None
+        if proc.returncode != 0:
+            return None
+        found: dict[str, str] = {}
+        for line in proc.stdout.decode(errors="replace").splitlines():
+            sha, _, ref = line.partition("\t")
+            found[ref] = sha
+        return found
+
+    def push(
+        self, remote: str, updates: Sequence[RefPush], *, atomic: bool = True
+    ) -> tuple[bool, list[PushedRef], str]:
+        """Push each update as a compare-and-swap: REF moves to NEW (None: deleted) only if it is
+        still at EXPECT on the remote (None: must not exist), `--force-with-lease=REF:EXPECT`.
+        Returns (all pushed, git's word on each ref, stderr)."""
+        args = ["push", "--porcelain", "--no-recurse-submodules", *(["--atomic"] if atomic else [])]
+        for update in updates:
+            args.append(f"--force-with-lease={update.ref}:{update.expect or ''}")
+        args += [remote, *(f"{u.new or ''}:{u.ref}" for u in updates)]
+        proc = self._run(args)
+        results = []
+        for line in proc.stdout.decode(errors="replace").splitlines():
+            flag, sep, rest = line.partition("\t")
+            if not sep or len(flag) != 1:
+                continue
+            spec, _, summary = rest.partition("\t")
+            results.append(PushedRef(spec.rpartition(":")[2], flag != "!", summary))
+        return proc.returncode == 0, results, proc.stderr.decode(errors="replace").strip()
+
+    def merge_base(self, first: str, second: str) -> str | None:
+        """A best common ancestor of two commits, None when their histories are unrelated."""
+        out = self.git("merge-base", first, second, check=False).decode().strip()
+        return out or None
+
+    def move_work_tree(self, old: str, new: str) -> None:
+        """Bring this work tree's index and files from commit OLD to commit NEW (its branch ref
+        was just moved from OLD to NEW): a two-tree `read-tree -m -u`, which refuses to overwrite
+        local changes."""
+        self.git("read-tree", "-m", "-u", old, new)
 
     # -- work tree -----------------------------------------------------------------------------
 
@@ -392,6 +576,15 @@ class Repo:
         out = self.git("config", "--get-all", key, check=False).decode()
         return [line for line in out.splitlines() if line]
 
+    def config_local(self, key: str) -> str | None:
+        """KEY from this repository's own config file only (not the user's global one, not an
+        include, not the environment): what git never transfers between clones."""
+        out = self.git("config", "--local", "--get", key, check=False).decode().strip()
+        return out or None
+
+    def config_set_local(self, key: str, value: str) -> None:
+        self.git("config", "--local", "--replace-all", key, value)
+
     def config_add(self, key: str, value: str) -> None:
         if value not in self.config_get(key):
             self.git("config", "--add", key, value)
@@ -415,6 +608,24 @@ class Repo:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class RefPush:
+    """One ref of a push: REF to NEW (None: delete it) if the remote still has EXPECT there."""
+
+    ref: str
+    new: str | None
+    expect: str | None
+
+
+@dataclass(frozen=True)
+class PushedRef:
+    """What `git push --porcelain` said of one ref."""
+
+    ref: str
+    ok: bool
+    summary: str  # git's words: "[new branch]", "[rejected] (stale info)", "(fetch first)"...
 
 
 # kgit's own commits (campaign records, notes) get a fixed identity so that they work in a

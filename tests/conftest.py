@@ -75,6 +75,26 @@ def kernel_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
+def record_note(repo: Path, kind: str, target: str, data: bytes | None, name: str = "c1") -> None:
+    """Change a note in the campaign record and on its notes ref, as kgit itself would write it
+    (DATA None: remove it). kgit reads its notes from the record, so a hand edit of the notes
+    ref no longer makes the states some tests need (a verdict written again, a gate never run):
+    this does."""
+    from kgit.engine.store import NOTES_DIR, Campaign
+    from kgit.gitdoor import open_repo
+
+    kgit_repo, sha = open_repo(repo), git(repo, "rev-parse", target)
+    with kgit_repo.write_lock():
+        campaign = Campaign.load(kgit_repo, name)
+        if data is not None:
+            campaign.save("test: a note written", notes=[campaign.note(kind, sha, data)])
+            return
+        tree = kgit_repo.tree_with(campaign.record_sha, {f"{NOTES_DIR}/{kind}/{sha}": None})
+        new = kgit_repo.commit_tree(tree, [campaign.record_sha], "test: a note removed\n")
+        kgit_repo.update_ref(campaign.refs.record, new, campaign.record_sha)
+    git(repo, "notes", f"--ref=refs/notes/kgit/{name}/{kind}", "remove", "--ignore-missing", sha)
+
+
 class KgitResult:
     def __init__(self, code: int, out: str, err: str) -> None:
         self.code, self.out, self.err = code, out, err

@@ -3,7 +3,8 @@ explain it, name the one command that repairs it, and apply the repairs that los
 
 What kills leave and how commands recover is described in kgit/engine/recovery.py; the doctor
 looks at the same states from the outside, plus what only a person can cause or repair (a branch
-with unrecorded commits, a best line moved by hand, a gate's saved edits never re-applied).
+with unrecorded commits, a best line moved by hand, a gate's saved edits never re-applied, a note
+changed after kgit wrote it: kgit/engine/seal.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kgit.engine import seal
 from kgit.engine.gate import Say
 from kgit.engine.recovery import (
     ACCEPT,
@@ -51,12 +53,13 @@ def diagnose(campaign: Campaign) -> list[Finding]:
         *_branch_findings(campaign),
         *_best_line_findings(campaign, notes),
         *_kept_ref_findings(campaign, notes),
+        *_note_findings(campaign),
         *_patch_findings(campaign),
     ]
 
 
 def _notes_by_commit(campaign: Campaign) -> dict[str, RoundNote]:
-    listing = campaign.repo.notes_list(campaign.refs.round_notes)
+    listing = campaign.recorded("rounds")
     parsed = NoteCache(campaign.repo, campaign.name).parse(listing.values(), with_shapes=False)
     notes = {commit: parsed[blob] for commit, blob in listing.items()}
     return {commit: note for commit, note in notes.items() if note.campaign == campaign.name}
@@ -253,6 +256,32 @@ def _kept_ref_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list[
     return findings
 
 
+def _note_findings(campaign: Campaign) -> list[Finding]:
+    """Notes refs that differ from what the campaign record says kgit wrote."""
+    if not campaign.sealed:
+        return [
+            Finding(
+                "notes_unsealed",
+                campaign.refs.record,
+                "the campaign record was written by a kgit that did not keep its notes there: "
+                "a note changed by hand cannot be told from kgit's until it does",
+                "kgit doctor --fix (records the notes as they are now)",
+                True,
+            )
+        ]
+    rounds = seal.round_numbers(campaign)
+    return [
+        Finding(
+            f"note_{drift.how}",
+            f"{campaign.refs.notes(drift.kind)} {drift.target}",
+            seal.problem(campaign, drift, rounds),
+            seal.repair(campaign, drift),
+            drift.how != seal.UNRECORDED,
+        )
+        for drift in seal.drifts(campaign)
+    ]
+
+
 def _patch_findings(campaign: Campaign) -> list[Finding]:
     folder = campaign.repo.kgit_dir() / "patches"
     patches = sorted(folder.glob("*.patch")) if folder.is_dir() else []
@@ -324,7 +353,29 @@ def _restore_branch(campaign: Campaign, finding: Finding, say: Say) -> None:
         campaign.repo.update_ref(f"refs/heads/{name}", commit, None, "kgit doctor: round branch")
 
 
+def _republish(campaign: Campaign, finding: Finding, say: Say) -> None:
+    ref, target = finding.subject.split()
+    with campaign.repo.write_lock():
+        current = campaign.reload()
+        found = [
+            d
+            for d in seal.drifts(current, [ref.rsplit("/", 1)[1]])
+            if d.target == target and d.how != seal.UNRECORDED
+        ]
+        seal.republish(current, found)
+
+
+def _seal_record(campaign: Campaign, finding: Finding, say: Say) -> None:
+    with campaign.repo.write_lock():
+        current = campaign.reload()
+        if not current.sealed:
+            current.save("notes recorded as the notes refs hold them (kgit doctor --fix)")
+
+
 _REPAIRS: dict[str, Callable[[Campaign, Finding, Say], None]] = {
+    "note_changed": _republish,
+    "note_missing": _republish,
+    "notes_unsealed": _seal_record,
     "closed_round_checked_out": _check_out_best,
     "orphan_branch": _delete_branch,
     "stale_branch": _delete_branch,

@@ -3,10 +3,12 @@
 1. The best line's diff against the campaign base touches only `kernel_source` (anything else is
    listed and must be allowed by the user).
 2. The project's full test suite (`acceptance_command`) passes on the best line.
-3. Full validation: the quick harness on every target shape, judged against the baseline with the
-   seed's rule (every shape PASS, the aggregate improved, no core shape down past the limit); under
-   `decision_policy: interleaved`, A/B pairs of the baseline commit and the best line, judged with
-   the rounds' confidence intervals.
+3. Full validation: the quick harness on every target shape, the best line judged against the
+   baseline commit measured again now, with the seed's rule (every shape PASS, the aggregate
+   improved, no core shape down past the limit); under `decision_policy: interleaved`, A/B pairs
+   of the baseline commit and the best line, judged with the rounds' confidence intervals.
+   Nothing of 2 and 3 comes from notes or from the rounds' verdicts: a note changed by hand (or
+   a record an agent rewrote) cannot make finish accept.
 4. A branch `kgit/<campaign>/final` ready to merge or open as a pull request: one commit per
    accepted round (several commits of one round squashed), built with commit-tree from the round
    commits' trees, each message carrying the round's hypothesis and result (from its note).
@@ -23,10 +25,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.engine.gate import Say
-from kgit.engine.measure import HarnessError, Measurement, require_clean
+from kgit.engine.measure import (
+    HarnessError,
+    Measurement,
+    check_fingerprint,
+    measure,
+    require_clean,
+)
 from kgit.engine.runner import run_command
+from kgit.engine.seal import drifts, problem
 from kgit.engine.store import Campaign, now
+from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Target, ran_workers, validate
+from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.judge.scope import in_kernel_source
@@ -35,13 +46,19 @@ from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
 
 Confirm = Callable[[list[str]], bool]
 
+# What finish's output and report say about where its verdict comes from.
+INDEPENDENT = (
+    "finish re-gated and re-measured from scratch: the suite ran now, the harness measured the "
+    "baseline commit and the best line now; no verdict, gate result or figure was read from notes"
+)
+
 
 def final_branch(campaign: Campaign) -> str:
     return f"refs/heads/kgit/{campaign.name}/final"
 
 
 def final_notes(campaign: Campaign) -> str:
-    return f"refs/notes/kgit/{campaign.name}/final"
+    return campaign.refs.final_notes
 
 
 @dataclass
@@ -74,6 +91,7 @@ def finish_campaign(
     """Accept the campaign's best line, or refuse with every reason. RENDER turns the
     campaign and the acceptance facts into the Markdown recorded in the notes (the CLI passes a
     view: the engine imports no view)."""
+    require_trusted(campaign, "finish")
     _require_finishable(campaign)
     repo = campaign.repo
     require_clean(repo, "finish")
@@ -82,8 +100,11 @@ def finish_campaign(
         repo.switch(campaign.refs.best)
     changed, outside = _check_scope(campaign, best, allow_paths, confirm)
     say(f"final acceptance of {campaign.name} at {best[:10]} ({len(changed)} file(s) changed)")
-    # Read once: the lock below refuses to record if the best line moved meanwhile.
+    # Read once: the lock below refuses to record if the best line moved meanwhile. The rounds
+    # name the final branch's commits and fill the report; they decide nothing here.
     rounds = campaign.all_rounds()
+    for drift in drifts(campaign, ("rounds", "bench")):
+        say(f"warning: {problem(campaign, drift)}; kgit doctor explains it")
     check = _acceptance(campaign, best, rounds, say, echo=echo)
     check.changed, check.outside = changed, outside
     if check.reasons:
@@ -102,13 +123,12 @@ def finish_campaign(
         if current.state.finished or current.best_tip() != best:
             raise KgitError("the campaign changed while kgit finish ran", hint="kgit status")
         tip = _write_final_branch(current, commits, best)
-        repo.note_write(final_notes(current), best, report.encode())
         current.state.finished = True
         current.state.finished_at = now()
         current.state.final = {"branch": final_branch(current), "commit": tip, "best": best}
         extra = {"final/report.md": report.encode()}
         extra.update({f"final/benchmark-{i}.csv": r.csv for i, r in enumerate(check.runs, 1)})
-        current.save("campaign finished", extra)
+        current.save("campaign finished", extra, [current.note("final", best, report.encode())])
     return {**data, "final_commit": tip, "report": report}
 
 
@@ -186,17 +206,21 @@ def _full_validation(
     *,
     echo: bool,
 ) -> None:
-    """Every active target shape, the best line against the baseline, through the rounds' own
-    validation path (kgit/engine/validation.py); measured afresh, never read from notes."""
-    baseline = rounds[0][1].values() if rounds else {}
-    labels = [label for label in campaign.manifest.shape_labels if label in baseline]
-    say(f"full validation on all {len(labels)} active target shapes against the baseline")
+    """Every active target shape, the best line against the baseline commit, through the
+    rounds' own validation path (kgit/engine/validation.py). Both sides are measured now: the
+    baseline's figures are not taken from its note (nor from anything else a round wrote)."""
+    inactive = set(campaign.state.inactive)
+    labels = [label for label in campaign.manifest.shape_labels if label not in inactive]
+    say(f"full validation on all {len(labels)} active target shapes against the baseline commit")
     repo = campaign.repo
+    # How the baseline's calibration measured (workers or passes): read from the record's
+    # round-1, it sets how to measure, not what the figures are.
     workers = ran_workers(rounds[0][1] if rounds else None)
-    target = Target(
-        best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", workers
-    )
     try:
+        baseline = _baseline_now(campaign, labels, say, echo=echo)
+        target = Target(
+            best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", workers
+        )
         outcome = validate(campaign, target, None, say, echo=echo)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
@@ -223,6 +247,29 @@ def _full_validation(
         check.reasons += [
             f"full validation against the baseline: {r}" for r in check.verdict_reasons
         ]
+
+
+def _baseline_now(
+    campaign: Campaign, labels: list[str], say: Say, *, echo: bool
+) -> dict[str, float]:
+    """The baseline commit's figures on LABELS, measured now in kgit's reference work tree (the
+    seed policy's reference; the interleaved policy measures it in its own A/B pairs)."""
+    if campaign.manifest.decision_policy == "interleaved":
+        return {}
+    base = campaign.state.base
+    path = measuring_tree(campaign, base, "reference", say, echo=echo)
+    frozen = tuple(campaign.state.frozen_header or ())
+    shapes = campaign.manifest.shapes_for(labels)
+    run = measure(campaign, shapes, frozen, say, echo=echo, tree=path, role=" (baseline commit)")
+    require_pristine(path, "reference")
+    check_fingerprint(campaign.state.fingerprint, run.fingerprint)
+    if run.score.failing:
+        raise HarnessError(
+            f"the baseline commit {base[:10]} FAILs {', '.join(run.score.failing)} now",
+            hint="the harness or the machine no longer agrees with the baseline",
+            details=run.tail[-4000:],
+        )
+    return dict(run.score.values)
 
 
 # -- 4. the branch to merge ------------------------------------------------------------------------
@@ -374,6 +421,7 @@ def report_data(
         "gain_pct": check.gain_pct,
         "shapes": check.shapes,
         "verdict": check.verdict_reasons,
+        "independent_of_notes": INDEPENDENT,
         "suite": {"command": check.suite_command, "passed": check.suite_ok},
         "suite_seconds": check.suite_seconds,
         "changed": check.changed,

@@ -1,7 +1,9 @@
 """The correctness gate: the manifest's test command on exactly the snapshot being recorded.
 
 The pre-commit hook is the fast path; `kgit round validate` and `accept` look up the gate's result
-by *tree* hash, so a commit made with `--no-verify` is gated again before it can be accepted.
+by *tree* hash, so a commit made with `--no-verify` is gated again before it can be accepted. The
+result is read from the campaign record (kgit/engine/store.py): a gate note written by hand on
+the notes ref passes nothing.
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ def record_gate(campaign: Campaign, tree: str, result: CommandResult) -> GateNot
         output_tail=None if result.ok else result.tail[-4000:],
     )
     with campaign.repo.write_lock():
-        campaign.write_gate(tree, note)
+        current = campaign.reload()
+        outcome = "passed" if result.ok else "failed"
+        current.save(f"gate of tree {tree[:10]} {outcome}", notes=[current.gate_note(tree, note)])
     return note
 
 
@@ -89,7 +93,12 @@ def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> Ga
     note = campaign.read_gate(tree)
     if note is not None and note.passed:
         return note
-    say("this tree was never gated (committed with --no-verify?): gating it now")
+    shown = campaign.repo.note_read(campaign.refs.gate_notes, tree) if note is None else None
+    say(
+        "this tree was never gated by kgit (committed with --no-verify?)"
+        + ("; the gate note git shows for it is not one kgit wrote" if shown else "")
+        + ": gating it now"
+    )
     result = run_tests(campaign, say, echo=echo)
     note = record_gate(campaign, tree, result)
     if not result.ok:

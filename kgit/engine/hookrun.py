@@ -9,6 +9,7 @@ from pathlib import Path
 from kgit.engine.gate import gate_commit_in_progress, say_stderr
 from kgit.engine.recovery import closed_round_checked_out
 from kgit.engine.store import Campaign, list_campaigns
+from kgit.engine.trust import trust_of, untrusted_error
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.names import parse_round_branch
 
@@ -28,6 +29,11 @@ def pre_commit() -> int:
     if found is None:
         return 0
     campaign, number = found
+    trust = trust_of(campaign)
+    if not trust.trusted:  # a fetched campaign's test command never runs by surprise
+        error = untrusted_error(campaign, trust, "gate this commit")
+        say_stderr(f"{error.message}\nhint: {error.hint} (the commit was blocked)")
+        return 1
     if closed_round_checked_out(campaign, repo.current_branch()) is not None:
         say_stderr(
             f"round-{number} of campaign {campaign.name} is not in progress: this branch was "

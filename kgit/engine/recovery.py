@@ -15,6 +15,9 @@ of a few states, each recognisable from refs, notes and the campaign record alon
 - `round rollback` marks the note ROLLED BACK, keeps the commit, then saves the record. Killed in
   between: the round is open and its note says ROLLED BACK (an *interrupted rollback*); rollback
   completes it and accept refuses it.
+- A note is never half written: kgit writes it into the campaign record and onto its notes ref in
+  one transaction (kgit/engine/store.py), with the keep-ref (accept, rollback) or the evidence
+  and the keep-ref (validate), so a kill between any two of those is not a state at all.
 - accept and rollback end by checking out the best line and deleting the round's branch. Killed
   before that: a *stale* branch of a closed round, perhaps still checked out; `status` says so,
   the hook refuses commits on it and the next `round start` deletes it.

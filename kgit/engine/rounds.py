@@ -12,6 +12,7 @@ import statistics
 from typing import Any
 
 from kgit.engine.gate import Say, ensure_gated
+from kgit.engine.hooks import hooks_missing
 from kgit.engine.measure import HarnessError, Measurement, best_values, require_clean
 from kgit.engine.recovery import (
     ACCEPT,
@@ -21,8 +22,10 @@ from kgit.engine.recovery import (
     sweep_stray_branches,
 )
 from kgit.engine.runner import run_command
+from kgit.engine.seal import require_unchanged
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
+from kgit.engine.trust import require_trusted
 from kgit.engine.validation import (
     Outcome,
     Target,
@@ -124,7 +127,17 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
         "branch": branch,
         "parent": parent,
         "hypothesis": hypothesis,
+        "gate_installed": not hooks_missing(repo),
+        "commit": commit_words(campaign),
     }
+
+
+def commit_words(campaign: Campaign) -> str:
+    """How a round's change gets committed here: through the gate, or (a clone without kgit's
+    hooks) ungated until validate, which gates every commit it measures."""
+    if not hooks_missing(campaign.repo):
+        return "git commit (the hook gates it)"
+    return "git commit (not gated on commit: no commit gate in this clone, kgit hooks install)"
 
 
 def _claim_round_branch(campaign: Campaign, number: int, parent: str) -> None:
@@ -216,15 +229,16 @@ def _active_labels(campaign: Campaign, full: bool) -> list[str]:
 
 
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
+    require_trusted(campaign, "validate")
     open_round, tip = _on_round_branch(campaign, "validate")
     if tip == open_round.parent:
         raise KgitError(
             f"round-{open_round.number} has no commit yet",
-            hint="make the change and git commit it (the hook gates it)",
+            hint=f"make the change and {commit_words(campaign)}",
         )
     best_tip = campaign.best_tip()
     if not campaign.repo.is_ancestor(best_tip, tip):
-        raise KgitError("the best line moved since this round started", hint="kgit round rollback")
+        raise stale_base(campaign, open_round, best_tip, "validate")
     _rebuild(campaign, say, echo)
     ensure_gated(campaign, tip, say, echo=echo)
     rounds = campaign.all_rounds()
@@ -331,16 +345,18 @@ def _record(
         open_round = current.state.open_round
         if open_round is None or open_round.number != note.round:
             raise KgitError(f"round-{note.round} was closed by another kgit process")
-        # The evidence goes into the campaign record first: accept judges from it, so a kill
-        # between the two leaves at worst evidence without a verdict (validate again pools it),
-        # never a verdict that accept cannot find the evidence of.
-        if extra:
-            current.save(f"round-{note.round}: measurements", extra)
-        current.write_round(tip, note)
-        if runs:
-            current.write_bench(tip, runs[0].csv)
+        # The evidence accept judges from, the verdict, the CSV and the keep-ref: one
+        # transaction, so a kill leaves all of them or none (validate again then pools nothing
+        # lost: the earlier evidence is in the record).
+        notes = [current.bench_note(tip, runs[0].csv)] if runs else []
+        notes.append(current.round_note(tip, note))
         kept = current.refs.kept(note.round)
-        repo.update_ref(kept, tip, repo.rev_parse(kept), f"kgit: round-{note.round} recorded")
+        current.save(
+            f"round-{note.round}: {note.decision or note.status}",
+            extra,
+            notes,
+            [(kept, tip, repo.rev_parse(kept))],
+        )
     return {
         "campaign": campaign.name,
         "round": note.round,
@@ -361,27 +377,65 @@ def _record(
 
 
 def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+    """Accept the open round. Its checks read the record and the best line before taking the
+    lock (the gate may run meanwhile), so a second accept of the same round can fail any of
+    them once the first has moved the best line; such a refusal says what really happened."""
+    try:
+        return _accept(campaign, say, echo=echo)
+    except KgitError as error:
+        raise _closed_meanwhile(campaign, error) from None
+
+
+def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
+    """ERROR, unless the round it was about was closed by another kgit process meanwhile."""
+    started = campaign.state.open_round
+    with campaign.repo.write_lock():  # a winning accept is seen whole: best line and record
+        now_open = campaign.reload().state.open_round
+    if started is None or (now_open is not None and now_open.number == started.number):
+        return error
+    return KgitError(
+        f"round-{started.number} was closed by another kgit process while this accept checked it",
+        hint="kgit status; kgit log shows how it ended",
+        details=f"(this accept had found: {error.message})",
+    )
+
+
+def _accept(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+    require_trusted(campaign, "accept (it may run the gate)")
     open_round, tip = _on_round_branch(campaign, "accept")
     if tip == open_round.parent:
         raise KgitError(
             f"round-{open_round.number} has no commit yet: nothing to accept",
-            hint="change the kernel, git commit (the hook gates it), then kgit round validate",
+            hint=f"change the kernel, {commit_words(campaign)}, then kgit round validate",
         )
     note = campaign.read_round(tip)
     if note is None or note.round != open_round.number:
+        shown = note is None and campaign.repo.note_read(campaign.refs.round_notes, tip)
         raise KgitError(
-            f"round-{open_round.number}'s commit {tip[:10]} has no verdict",
+            f"round-{open_round.number}'s commit {tip[:10]} has no verdict kgit recorded"
+            + (
+                ": the note git shows on it was copied there (an amend or a rebase after "
+                "validate) or written by hand, and a verdict about other files than its commit "
+                "holds counts for nothing"
+                if shown
+                else ""
+            ),
             hint="kgit round validate (after the last commit)",
         )
-    interrupted = interrupted_close(open_round, tip, campaign.best_tip(), note.status)
+    best_tip = campaign.best_tip()
+    interrupted = interrupted_close(open_round, tip, best_tip, note.status)
+    if interrupted is None and not campaign.repo.is_ancestor(best_tip, tip):
+        raise stale_base(campaign, open_round, best_tip, "accept")
     if interrupted == ROLLBACK:
         raise KgitError(
             f"round-{note.round} is being rolled back (an earlier rollback was interrupted)",
             hint="kgit round rollback finishes it",
         )
     if interrupted == ACCEPT:  # the best line already holds it: only the record is left to do
-        say(f"round-{note.round}: completing an interrupted accept")
-        return _accept_under_lock(campaign, open_round, tip, say)
+        return _accept_under_lock(campaign, open_round, tip, say, completing=True)
+    # The decision below comes from the record, never from the notes ref; one that differs is
+    # still a reason to stop: someone rewrote the campaign's published record.
+    require_unchanged(campaign, ("rounds", "gate"), f"accept round-{note.round}")
     if note.decision not in ACCEPTING:
         raise KgitError(
             f"the verdict of round-{note.round} is {note.decision or note.status}: not accepted",
@@ -426,8 +480,24 @@ def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     return _accept_under_lock(campaign, open_round, tip, say)
 
 
+def stale_base(campaign: Campaign, open_round: OpenRound, best_tip: str, action: str) -> KgitError:
+    """The best line no longer leads to the round: it moved outside this round (another clone's
+    accept taken by a pull, a push into this repository, a hand-made update-ref). A verdict
+    against the round's base says nothing against the best line as it is: kgit does not
+    accept it, and does not rebase by itself (the rebased tree must be gated and measured)."""
+    best = campaign.refs.best.removeprefix("refs/heads/")
+    return KgitError(
+        f"cannot {action} round-{open_round.number}: it started from "
+        f"{open_round.parent[:10]}, but the best line is now at {best_tip[:10]}, which the "
+        "round does not build on",
+        hint=f"on the round's branch: git rebase --onto {best} {open_round.parent[:10]}, then "
+        "kgit round validate (it gates the rebased commit and measures it against the best "
+        'line as it is); or kgit round rollback --reason "..."',
+    )
+
+
 def _accept_under_lock(
-    campaign: Campaign, open_round: OpenRound, tip: str, say: Say
+    campaign: Campaign, open_round: OpenRound, tip: str, say: Say, *, completing: bool = False
 ) -> dict[str, Any]:
     """Fast-forward the best line to TIP, then record it. The best line moves first: a kill
     after it leaves an interrupted accept that accept and rollback both complete."""
@@ -435,12 +505,11 @@ def _accept_under_lock(
     with repo.write_lock():
         current = campaign.reload()
         _require_still_open(current, open_round, tip)
+        if completing:  # said only now: a concurrent accept that already won looks the same
+            say(f"round-{open_round.number}: completing an interrupted accept")
         best_tip = current.best_tip()
-        if not repo.is_ancestor(best_tip, tip):
-            raise KgitError(
-                "the best line is not an ancestor of this round: no fast-forward",
-                hint="kgit round rollback, then start again from the best line",
-            )
+        if not repo.is_ancestor(best_tip, tip):  # the compare-and-swap's "old" is not below us
+            raise stale_base(current, open_round, best_tip, "accept")
         note = _accepting_note(current, open_round, tip)
         if best_tip != tip:
             repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
@@ -493,14 +562,22 @@ def _record_accept(current: Campaign, open_round: OpenRound, tip: str, note: Rou
     assert note.decision is not None  # _accepting_note checked it
     if note.status not in ACCEPTING:  # an accept completed again keeps its first time
         note.status, note.decided_at = note.decision, now()
-    current.write_round(tip, note)
-    kept = current.refs.kept(open_round.number)
-    current.repo.update_ref(
-        kept, tip, current.repo.rev_parse(kept), f"kgit: keep round-{open_round.number}"
-    )
+    _mark(current, open_round.number, tip, note)
     current.state.open_round = None
     current.save(f"round-{open_round.number} {note.status}")
     return note.status
+
+
+def _mark(current: Campaign, number: int, tip: str, note: RoundNote) -> None:
+    """Write the closing round's final note and keep its commit (one transaction), before the
+    record closes the round: a kill in between leaves the interrupted accept or rollback that
+    kgit/engine/recovery.py describes, and the next accept or rollback completes."""
+    kept = current.refs.kept(number)
+    current.save(
+        f"round-{number} marked {note.status}",
+        notes=[current.round_note(tip, note)],
+        moves=[(kept, tip, current.repo.rev_parse(kept))],
+    )
 
 
 def _require_reason(
@@ -548,11 +625,7 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
             note.decision = note.decision or ROLLED_BACK
             if reason is not None or note.rollback_reason is None:  # a completed one keeps it
                 note.rollback_reason = reason
-            current.write_round(tip, note)
-            kept = current.refs.kept(open_round.number)
-            repo.update_ref(
-                kept, tip, repo.rev_parse(kept), f"kgit: keep round-{open_round.number}"
-            )
+            _mark(current, open_round.number, tip, note)
         else:
             current.state.abandoned.append(
                 {

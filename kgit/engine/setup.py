@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import stat
 import sys
 from typing import Any
 
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
+from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.measure import Measurement, require_clean
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
 from kgit.engine.tips import print_tips
+from kgit.engine.trust import record_trust, require_trusted
 from kgit.engine.validation import baseline_pass
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
@@ -20,42 +21,6 @@ from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs, validate_campaign_name
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
 from kgit.records.schema import BenchTable
-from kgit.resources import data_dir
-
-HOOK_NAMES = ("pre-commit", "prepare-commit-msg")
-_MARKER = "kgit hook shim"
-
-
-def install_hooks(repo: Repo) -> list[str]:
-    """Install the shim as each hook, chaining (never clobbering) a hook that was there."""
-    template = (data_dir("hooks") / "pre-commit").read_text()
-    shim = template.replace("@KGIT_PYTHON@", sys.executable)
-    folder = repo.hooks_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    installed = []
-    for name in HOOK_NAMES:
-        path = folder / name
-        if path.exists() and _MARKER not in path.read_text(errors="replace"):
-            chained = folder / f"{name}.kgit-chained"
-            if chained.exists():
-                raise KgitError(
-                    f"{path} is not kgit's and {chained.name} is taken",
-                    hint=f"merge the two hooks by hand, remove {chained}, then kgit hooks install",
-                )
-            path.rename(chained)
-            chained.chmod(chained.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-            installed.append(f"{name} (chained to your existing hook)")
-        else:
-            installed.append(name)
-        path.write_text(shim)
-        path.chmod(0o755)  # a hook without its run bit is silently skipped by git
-    return installed
-
-
-def configure_git(repo: Repo) -> None:
-    """Notes follow amend and rebase; `git log` shows round notes without flags."""
-    repo.config_add("notes.rewriteRef", "refs/notes/kgit/*")
-    repo.config_add("notes.displayRef", "refs/notes/kgit/*/rounds")
 
 
 def init_campaign(repo: Repo, name: str, manifest: Manifest) -> dict[str, Any]:
@@ -77,8 +42,9 @@ def init_campaign(repo: Repo, name: str, manifest: Manifest) -> dict[str, Any]:
     with repo.write_lock():
         if name in list_campaigns(repo) or repo.rev_parse(refs.best):
             raise UsageError(f"campaign {name!r} already exists", hint=f"kgit status -c {name}")
-        Campaign.create(repo, name, manifest, base)
+        campaign = Campaign.create(repo, name, manifest, base)
         repo.update_ref(refs.best, base, None, f"kgit: {name} best line")
+    record_trust(campaign)  # the user just defined these commands
     configure_git(repo)
     hooks = install_hooks(repo)
     return {"campaign": name, "base": base, "best": refs.best, "hooks": hooks}
@@ -127,6 +93,7 @@ def environment() -> dict[str, str]:
 def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     """Round 1: tests, full validation, frozen schema and harness, representative shapes."""
     repo, manifest = campaign.repo, campaign.manifest
+    require_trusted(campaign, "record the baseline")
     if campaign.state.baselined:
         raise KgitError(
             f"campaign {campaign.name} already has its baseline (round-1)",
@@ -188,16 +155,19 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         current = campaign.reload()
         if current.state.baselined:
             raise KgitError("another kgit process recorded the baseline first")
-        current.write_round(base, note)
-        current.write_bench(base, run.csv)
-        repo.update_ref(current.refs.kept(1), base, repo.rev_parse(current.refs.kept(1)))
         current.state.frozen_header = list(table.header)
         current.state.protected = protected
         current.state.representative = representative
         current.state.inactive = inactive
         current.state.fingerprint = run.fingerprint
         current.state.noise_floors = floors
-        current.save("baseline (round-1)", harness_copy)
+        kept = current.refs.kept(1)
+        current.save(
+            "baseline (round-1)",
+            harness_copy,
+            [current.bench_note(base, run.csv), current.round_note(base, note)],
+            [(kept, base, repo.rev_parse(kept))],
+        )
     return {
         "campaign": campaign.name,
         "round": 1,

@@ -1,5 +1,12 @@
-"""A campaign as stored in git: the record ref (manifest, state, frozen harness copy), round and
-bench notes, gate notes on trees, and the refs that keep every round reachable."""
+"""A campaign as stored in git: the record ref (manifest, state, frozen harness copy, every note
+kgit wrote), round and bench notes, gate notes on trees, and the refs that keep every round
+reachable.
+
+Notes are kgit's record, and anyone can rewrite a notes ref (`git notes add -f`). So every note
+kgit writes goes into the campaign record first, as `notes/<kind>/<target>` holding the note's
+blob, in the same compare-and-swap transaction that moves the notes ref: a kill leaves both moved
+or neither. kgit reads its notes from the record; the notes refs are their published copy, for
+`git log --notes`, and a copy that differs is reported (kgit/engine/seal.py), never believed."""
 
 from __future__ import annotations
 
@@ -14,12 +21,24 @@ from typing import Any
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, manifest_from_stored
-from kgit.records.names import CampaignRefs, campaign_of_branch, validate_campaign_name
+from kgit.records.names import (
+    NOTE_KINDS,
+    CampaignRefs,
+    campaign_of_branch,
+    validate_campaign_name,
+)
 from kgit.records.notes import BASELINE, NOTE_VERSION, CampaignState, GateNote, RoundNote
 
 MANIFEST_FILE = "manifest.yaml"
 STATE_FILE = "state.json"
 HARNESS_DIR = "harness"  # copies of protected_paths as frozen at baseline
+NOTES_DIR = "notes"  # notes/<kind>/<target>: every note kgit wrote, the blob it attached
+NOTES_README = f"{NOTES_DIR}/README"  # also marks a record that holds its notes
+_NOTES_README_TEXT = b"""\
+Every note kgit wrote for this campaign, as it wrote it: notes/<kind>/<target> is the blob kgit
+attached to <target> in refs/notes/kgit/<campaign>/<kind>. kgit reads its notes from here; the
+notes refs are their published copy (git log --notes), and `kgit doctor` reports one that differs.
+"""
 
 
 def now() -> str:
@@ -53,12 +72,32 @@ def resolve_campaign(repo: Repo, name: str | None) -> str:
         return names[0]
     if not names:
         raise UsageError(
-            "no kgit campaign in this repository", hint="kgit init NAME --manifest FILE"
+            "no kgit campaign in this repository",
+            hint=_pull_hint(repo) or "kgit init NAME --manifest FILE",
         )
     raise UsageError(
         f"several campaigns here ({', '.join(names)}) and none is checked out",
         hint="pass --campaign NAME (or set KGIT_CAMPAIGN)",
     )
+
+
+def _pull_hint(repo: Repo) -> str | None:
+    """A clone of a repository that holds campaigns (git clone fetches none of kgit's refs but
+    the branches) is told to pull them, not to start a new one. Only on this error path: it
+    may ask the remote (a few seconds at most)."""
+    from kgit.engine.remote import remote_campaign_hint  # it builds on this module
+
+    return remote_campaign_hint(repo)
+
+
+@dataclass(frozen=True)
+class NoteWrite:
+    """A note about to be written: its kind (a notes ref of NOTE_KINDS), the object it is
+    attached to, and its blob, already stored."""
+
+    kind: str
+    target: str
+    blob: str
 
 
 @dataclass
@@ -72,6 +111,9 @@ class Campaign:
     record_sha: str  # the record ref's commit this was read from (for compare-and-swap)
     best_at_load: str | None = None  # for views; writers re-read it under the lock
     notes_at_load: str | None = None  # the round notes ref's commit: keys the views' cache
+    manifest_blob: bytes = b""  # the manifest as stored: what `kgit trust` approves
+    sealed: bool = True  # the record holds its notes (False: written by a kgit before that)
+    recorded_rounds: dict[str, str] | None = None  # commit -> round note blob, as recorded
 
     @property
     def name(self) -> str:
@@ -80,17 +122,21 @@ class Campaign:
     @classmethod
     def load(cls, repo: Repo, name: str) -> Campaign:
         refs = CampaignRefs(name)
-        record, manifest, state, best, notes = repo.read_objects(
+        record, manifest, state, best, notes, readme, rounds = repo.read_objects(
             [
                 refs.record,
                 f"{refs.record}:{MANIFEST_FILE}",
                 f"{refs.record}:{STATE_FILE}",
                 refs.best,
                 refs.round_notes,
+                f"{refs.record}:{NOTES_README}",
+                f"{refs.record}:{NOTES_DIR}/rounds",
             ]
         )
         if record is None or manifest is None or state is None:
             raise UsageError(f"no campaign named {name!r}", hint="kgit init NAME --manifest FILE")
+        if readme is None:
+            _require_never_sealed(repo, refs, record[0])
         return cls(
             repo,
             refs,
@@ -99,34 +145,69 @@ class Campaign:
             record[0],
             best[0] if best else None,
             notes[0] if notes else None,
+            manifest[1],
+            readme is not None,
+            _listing(rounds[1]) if rounds else {},
         )
 
     # -- the record ref ------------------------------------------------------------------------
 
-    def save(self, message: str, extra_files: dict[str, bytes] | None = None) -> None:
-        """Write manifest and state as a new record commit (compare-and-swap on the ref).
-        Callers hold the write lock and have re-read the campaign under it."""
-        files = {
-            path: data
-            for path, data in self.repo.read_tree_files(self.record_sha).items()
-            if path not in (MANIFEST_FILE, STATE_FILE)
-        }
-        files.update(extra_files or {})
-        files[MANIFEST_FILE] = self.manifest.to_stored_text().encode()
+    def save(
+        self,
+        message: str,
+        extra_files: dict[str, bytes] | None = None,
+        notes: Iterable[NoteWrite] = (),
+        moves: Iterable[tuple[str, str, str | None]] = (),
+    ) -> None:
+        """Write the state, EXTRA_FILES and NOTES as a new record commit, and attach NOTES, in
+        one compare-and-swap transaction of the record ref, the notes refs and MOVES (other
+        refs: REF, NEW, OLD), so that a kill leaves all of them written or none. Callers hold
+        the write lock and have re-read the campaign under it. The manifest is kept byte for
+        byte: it changes only with a new campaign, and its bytes are what `kgit trust` approved."""
+        notes = list(notes)
+        files: dict[str, bytes | str | None] = dict(extra_files or {})
         files[STATE_FILE] = self.state.to_json()
-        tree = self.repo.make_tree(files)
+        if not self.sealed:
+            files.update(self._adopted_notes())
+        files.update({f"{NOTES_DIR}/{n.kind}/{n.target}": n.blob for n in notes})
+        tree = self.repo.tree_with(self.record_sha, files)
         commit = self.repo.commit_tree(tree, [self.record_sha], f"kgit {self.name}: {message}\n")
-        self.repo.update_ref(self.refs.record, commit, self.record_sha, f"kgit: {message}")
-        self.record_sha = commit
+        updates = list(moves)
+        for kind in dict.fromkeys(n.kind for n in notes):
+            attached = {n.target: n.blob for n in notes if n.kind == kind}
+            old, new = self.repo.notes_commit(self.refs.notes(kind), attached)
+            updates.append((self.refs.notes(kind), new, old))
+        updates.append((self.refs.record, commit, self.record_sha))
+        self.repo.update_refs(updates, f"kgit: {message}")
+        self.record_sha, self.sealed = commit, True
+        if self.recorded_rounds is not None:
+            self.recorded_rounds.update({n.target: n.blob for n in notes if n.kind == "rounds"})
+
+    def _adopted_notes(self) -> dict[str, bytes | str | None]:
+        """A record written before kgit kept its notes there takes the notes refs as they are
+        now, once: what kgit can vouch for from here on is what they held at this write."""
+        files: dict[str, bytes | str | None] = {NOTES_README: _NOTES_README_TEXT}
+        for kind in NOTE_KINDS:
+            for target, blob in self.repo.notes_list(self.refs.notes(kind)).items():
+                files[f"{NOTES_DIR}/{kind}/{target}"] = blob
+        self.recorded_rounds = None  # re-read on demand
+        return files
 
     @staticmethod
     def create(repo: Repo, name: str, manifest: Manifest, base: str) -> Campaign:
         refs = CampaignRefs(name)
         state = CampaignState(name=name, base=base, created=now())
-        files = {MANIFEST_FILE: manifest.to_stored_text().encode(), STATE_FILE: state.to_json()}
+        stored = manifest.to_stored_text().encode()
+        files = {
+            MANIFEST_FILE: stored,
+            STATE_FILE: state.to_json(),
+            NOTES_README: _NOTES_README_TEXT,
+        }
         commit = repo.commit_tree(repo.make_tree(files), [], f"kgit {name}: campaign created\n")
         repo.update_ref(refs.record, commit, None, "kgit: campaign created")
-        return Campaign(repo, refs, manifest, state, commit)
+        return Campaign(
+            repo, refs, manifest, state, commit, manifest_blob=stored, recorded_rounds={}
+        )
 
     def reload(self) -> Campaign:
         return Campaign.load(self.repo, self.name)
@@ -151,16 +232,45 @@ class Campaign:
 
     # -- notes ---------------------------------------------------------------------------------
 
+    def note(self, kind: str, target: str, data: bytes) -> NoteWrite:
+        """DATA stored as a blob, byte-exact, ready to be recorded and attached by `save`."""
+        return NoteWrite(kind, target, self.repo.write_blob(data))
+
+    def recorded(self, kind: str) -> dict[str, str]:
+        """target -> blob of every note of KIND, as kgit recorded it (for a record from before
+        kgit kept its notes, the notes ref as it is)."""
+        if not self.sealed:
+            return self.repo.notes_list(self.refs.notes(kind))
+        if kind == "rounds" and self.recorded_rounds is not None:
+            return self.recorded_rounds
+        found = self.repo.read_objects([f"{self.record_sha}:{NOTES_DIR}/{kind}"])[0]
+        listing = _listing(found[1]) if found else {}
+        if kind == "rounds":
+            self.recorded_rounds = listing
+        return listing
+
+    def read_note(self, kind: str, target: str) -> bytes | None:
+        """The note of KIND on TARGET as kgit recorded it."""
+        if not self.sealed:
+            return self.repo.note_read(self.refs.notes(kind), target)
+        found = self.repo.read_objects([f"{self.record_sha}:{NOTES_DIR}/{kind}/{target}"])[0]
+        return found[1] if found else None
+
     def write_round(self, commit: str, note: RoundNote) -> None:
-        self.repo.note_write(self.refs.round_notes, commit, note.to_text().encode())
+        self.save(f"round-{note.round} note", notes=[self.round_note(commit, note)])
+
+    def round_note(self, commit: str, note: RoundNote) -> NoteWrite:
+        return self.note("rounds", commit, note.to_text().encode())
 
     def read_round(self, commit: str) -> RoundNote | None:
-        data = self.repo.note_read(self.refs.round_notes, commit)
+        data = self.read_note("rounds", commit)
         return RoundNote.from_text(data) if data is not None else None
 
     def all_rounds(self, with_shapes: bool = True) -> list[tuple[str, RoundNote]]:
-        """(commit, note) of every recorded round, in round order: two git processes in all."""
-        listing = self.repo.notes_list(self.refs.round_notes)
+        """(commit, note) of every recorded round, in round order. The listing comes with the
+        record (`Campaign.load`); parsed notes are cached by blob, so no git process at all once
+        the cache holds them."""
+        listing = self.recorded("rounds")
         notes = NoteCache(self.repo, self.name).parse(listing.values(), with_shapes)
         rounds = [(commit, notes[blob]) for commit, blob in listing.items()]
         rounds = [(c, n) for c, n in rounds if n.campaign == self.name]
@@ -177,8 +287,9 @@ class Campaign:
 
     def _notes_lost(self) -> KgitError:
         """The record says round-1 was measured but its note is gone: the notes ref was deleted
-        or rewritten by hand. Every view and verdict reads the baseline from it, so kgit stops
-        here rather than judging against nothing."""
+        or rewritten by hand (a record written before kgit kept its notes). Every view and
+        verdict reads the baseline from it, so kgit stops here rather than judging against
+        nothing."""
         ref = self.refs.round_notes
         return KgitError(
             f"campaign {self.name} has its baseline, but {ref} holds no baseline note "
@@ -189,17 +300,40 @@ class Campaign:
         )
 
     def write_bench(self, commit: str, csv_bytes: bytes) -> None:
-        self.repo.note_write(self.refs.bench_notes, commit, csv_bytes)
+        self.save("benchmark CSV note", notes=[self.bench_note(commit, csv_bytes)])
+
+    def bench_note(self, commit: str, csv_bytes: bytes) -> NoteWrite:
+        return self.note("bench", commit, csv_bytes)
 
     def read_bench(self, commit: str) -> bytes | None:
-        return self.repo.note_read(self.refs.bench_notes, commit)
+        return self.read_note("bench", commit)
 
-    def write_gate(self, tree: str, note: GateNote) -> None:
-        self.repo.note_write(self.refs.gate_notes, tree, note.to_text().encode())
+    def gate_note(self, tree: str, note: GateNote) -> NoteWrite:
+        return self.note("gate", tree, note.to_text().encode())
 
     def read_gate(self, tree: str) -> GateNote | None:
-        data = self.repo.note_read(self.refs.gate_notes, tree)
+        data = self.read_note("gate", tree)
         return GateNote.from_text(data) if data is not None else None
+
+
+def _require_never_sealed(repo: Repo, refs: CampaignRefs, record: str) -> None:
+    """A record without notes/ is one a kgit before this wrote, read from its notes refs until
+    its next write; unless an earlier record commit had notes/: then someone removed them, and
+    reading the notes refs instead would believe whatever they now say. One git call, paid only
+    by records without notes/."""
+    found = repo.text("log", "-1", "--format=%H", record, "--", NOTES_README)
+    if found:
+        raise KgitError(
+            f"the campaign record {refs.record} lost the notes kgit kept in it (they are in "
+            f"{found[:10]}, not in {record[:10]}): it was rewritten outside kgit",
+            hint=f"inspect it (git log --stat {refs.record}), then restore it: git update-ref "
+            f"{refs.record} <the last commit kgit wrote> {record}",
+        )
+
+
+def _listing(tree: bytes) -> dict[str, str]:
+    """target -> blob of a raw `notes/<kind>` tree of the record."""
+    return {name: sha for name, (_mode, sha) in Repo.parse_tree(tree).items()}
 
 
 # Fields a listing of rounds (status, log) does not read: kept out of the light cache file.

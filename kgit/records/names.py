@@ -64,6 +64,19 @@ class CampaignRefs:
         """Gate results, attached to the tree that was tested (not the commit)."""
         return f"refs/notes/kgit/{self.name}/gate"
 
+    @property
+    def final_notes(self) -> str:
+        """`kgit finish`'s report, on the best line's tip."""
+        return f"refs/notes/kgit/{self.name}/final"
+
+    def notes(self, kind: str) -> str:
+        """The notes ref of KIND (one of NOTE_KINDS)."""
+        return f"refs/notes/kgit/{self.name}/{kind}"
+
+
+# Every notes ref kgit writes, by its last component.
+NOTE_KINDS = ("rounds", "bench", "gate", "final")
+
 
 _ROUND_BRANCH = re.compile(r"refs/heads/kgit/(?P<campaign>[^/]+)/round-(?P<round>[0-9]+)")
 _ANY_BRANCH = re.compile(r"refs/heads/kgit/(?P<campaign>[^/]+)/(best|round-[0-9]+)")

@@ -48,6 +48,7 @@ def load_record(text: bytes | str, kind: str, version: int, what: str) -> dict[s
         f"a {what} was changed outside kgit: find it with `git log --notes='kgit/*'`, then "
         "restore it from a clone or remove it (git notes --ref=REF remove COMMIT)"
     )
+    _refuse_aliases(text, what, hint)
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -56,6 +57,23 @@ def load_record(text: bytes | str, kind: str, version: int, what: str) -> dict[s
         raise KgitError(f"this is not a kgit {what}", hint=hint)
     _check_version(data, version, what)
     return data
+
+
+def _refuse_aliases(text: bytes | str, what: str, hint: str) -> None:
+    """kgit never writes a YAML alias (its records are built fresh by `asdict`), and a record
+    that arrives from another clone may carry a "billion laughs" one: a 1 kB round note of nested
+    aliases, pulled in a campaign record, hung `kgit log` for minutes while the note cache
+    expanded it. Only text with a `*` is scanned (one parser pass)."""
+    from kgit.errors import UsageError
+    from kgit.records.yamltext import refuse_aliases
+
+    decoded = text if isinstance(text, str) else text.decode(errors="replace")
+    if "*" not in decoded:
+        return
+    try:
+        refuse_aliases(decoded, what)
+    except UsageError as exc:
+        raise KgitError(f"a stored {exc.message}: kgit never writes one", hint=hint) from None
 
 
 # YAML reads these as line breaks; PyYAML writes them raw in plain scalars under allow_unicode,

@@ -81,6 +81,13 @@ def load_yaml_text(text: str, source: str, max_bytes: int = MAX_YAML_BYTES) -> A
         ) from None
 
 
+def refuse_aliases(text: str, source: str) -> None:
+    """UsageError when TEXT uses a YAML alias (one pass over the parser's events)."""
+    import yaml
+
+    _refuse_aliases(getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text), source)
+
+
 def _line(mark: Any) -> int:
     return int(mark.line) + 1 if mark is not None else 0
 

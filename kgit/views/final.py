@@ -59,6 +59,7 @@ def render_final_report(data: dict[str, Any]) -> str:
         "",
         "## Acceptance",
         "",
+        f"- {data['independent_of_notes']}",
         f"- test suite `{suite['command']}`: {'passed' if suite['passed'] else 'FAILED'}",
         f"- full validation: {'; '.join(data['verdict']) or '-'}",
         f"- diff against the campaign base: {len(data['changed'])} file(s)"
@@ -98,6 +99,7 @@ def render_finish(result: dict[str, Any]) -> str:
         f"{_num(result['aggregate'])} vs baseline {_num(result['baseline_aggregate'])} "
         f"({_pct(result['gain_pct'])}) on all {len(result['shapes'])} shapes",
         f"test suite passed: `{result['suite']['command']}`",
+        result["independent_of_notes"],
         f"final branch {branch} at {result['final_commit'][:10]}: "
         f"{len(result['final_rounds'])} commit(s), one per accepted round"
         + (f" ({', '.join(squashed)} squashed)" if squashed else ""),

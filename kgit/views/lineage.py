@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kgit.engine.hooks import hooks_missing
 from kgit.engine.recovery import (
     ACCEPT,
     ROLLBACK,
@@ -15,7 +16,9 @@ from kgit.engine.recovery import (
     interrupted_close,
     stray_round_branches,
 )
+from kgit.engine.seal import CHANGED, UNRECORDED, drifts
 from kgit.engine.store import Campaign, write_cache
+from kgit.engine.trust import trust_of
 from kgit.judge.scoring import pct
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
 
@@ -46,8 +49,10 @@ def escalation(count: int) -> str | None:
 
 
 def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
-    """The whole lineage, rejected rounds included."""
+    """The whole lineage, rejected rounds included, as kgit recorded it; `note` says when the
+    round's note on the notes ref differs from that record (changed or missing)."""
     baseline = rounds[0][1] if rounds and rounds[0][1].status == BASELINE else None
+    drifted = {d.target: d.how for d in drifts(campaign, ["rounds"]) if d.how != UNRECORDED}
     rows = []
     for commit, note in rounds:
         vs_base = note.delta_vs_baseline_pct
@@ -69,6 +74,7 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "commit": commit,
                 "decided_at": note.decided_at,
                 "decision": note.decision,
+                "note": drifted.get(commit),
             }
         )
     for lost in campaign.state.abandoned:  # rolled back before any commit: no note to hold them
@@ -85,6 +91,7 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "decided_at": lost["at"],
                 "decision": ROLLED_BACK,
                 "reason": lost.get("reason"),
+                "note": None,
             }
         )
     return sorted(rows, key=lambda row: row["round"])
@@ -151,6 +158,12 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "stray_branches": [b.short for b in stray_round_branches(campaign)],
         # Unstaged edits the commit gate set aside and could not put back (a killed commit).
         "saved_patches": saved_patches(campaign),
+        # Whether this repository approves the manifest's commands (kgit/engine/trust.py).
+        "trusted": trust_of(campaign).trusted,
+        # Whether kgit's commit gate is installed in this clone (a clone gets no hooks).
+        "gate_installed": not hooks_missing(campaign.repo),
+        # Rounds whose note on the notes ref differs from what kgit recorded (kgit doctor).
+        "notes_changed": [row["round"] for row in rows if row.get("note")],
     }
     if open_round:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
@@ -183,6 +196,10 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
 
 
 def next_step(data: dict[str, Any]) -> str:
+    if not data["trusted"] and not data["finished"]:
+        return f"kgit trust --campaign {data['campaign']}"
+    if not data.get("gate_installed", True) and not data["finished"]:
+        return "kgit hooks install"
     if not data["baselined"]:
         return "kgit baseline"
     if data["finished"]:
@@ -262,7 +279,27 @@ def saved_patches(campaign: Campaign) -> list[str]:
 
 def _recovery_lines(data: dict[str, Any]) -> list[str]:
     """What a killed command left, in words (the next step says how to go on)."""
-    lines = [
+    lines = []
+    if not data["trusted"]:
+        lines.append(
+            "warning   this campaign's commands are not trusted in this repository (its record "
+            "came from elsewhere, or its manifest changed): nothing runs them until "
+            f"kgit trust --campaign {data['campaign']}"
+        )
+    if not data.get("gate_installed", True):
+        lines.append(
+            "warning   the commit gate is not installed in this clone: commits on round "
+            "branches are not gated here (round validate still gates each one); install it: "
+            + ("kgit trust, then " if not data["trusted"] else "")
+            + "kgit hooks install"
+        )
+    if data["notes_changed"]:
+        rounds = ", ".join(f"round-{n}" for n in data["notes_changed"])
+        lines.append(
+            f"warning   the note(s) of {rounds} changed after kgit wrote them (kgit reads what it "
+            "recorded): kgit doctor explains"
+        )
+    lines += [
         f"warning   unstaged edits saved by an interrupted commit gate: git apply {path} "
         "(then delete it)"
         for path in data.get("saved_patches", [])
@@ -359,4 +396,11 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
         text += "\nno round recorded yet: kgit baseline records round-1"
     if quick_is_subset and len({r["level"] for r in rows if r["aggregate"] is not None}) > 1:
         text += "\n" + SHAPES_LEGEND
+    for row in rows:
+        if row.get("note"):
+            what = "changed after kgit wrote it" if row["note"] == CHANGED else "was removed"
+            text += (
+                f"\nwarning: note of round-{row['round']} {what} (this log shows what kgit "
+                "recorded; kgit doctor explains)"
+            )
     return text

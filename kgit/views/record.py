@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kgit.engine.seal import problems_by_commit
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError
 from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote
@@ -49,6 +50,7 @@ class RoundView:
     recorded: dict[str, str] = field(default_factory=dict)
     rollback_reason: str | None = None
     decided_at: str | None = None
+    warnings: list[str] = field(default_factory=list)  # its notes refs differ from the record
 
     @property
     def accepted(self) -> bool:
@@ -76,7 +78,8 @@ def load_rounds(
     repo = campaign.repo
     rounds = [(c, n) for c, n in campaign.all_rounds() if only in (None, n.round)]
     commits = [c for c, _ in rounds]
-    bench_blobs = repo.notes_list(campaign.refs.bench_notes)
+    bench_blobs = campaign.recorded("bench")
+    drifted = problems_by_commit(campaign, ("rounds", "bench"))
     wanted = {c: bench_blobs[c] for c in commits if c in bench_blobs}
     blobs = repo.read_blobs(list(dict.fromkeys(wanted.values())))
     pairs = [(n.parent, c) for c, n in rounds if n.parent]
@@ -99,6 +102,7 @@ def load_rounds(
                 recorded=recorded_fields(messages.get(commit, "")),
                 rollback_reason=note.rollback_reason,
                 decided_at=note.decided_at,
+                warnings=drifted.get(commit, []),
             )
         )
     for lost in campaign.state.abandoned:

@@ -24,6 +24,7 @@ from typing import Any
 
 from kgit.engine.setup import configure_git, install_hooks
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns
+from kgit.engine.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, harness_paths, parse_manifest
@@ -235,10 +236,11 @@ class _Importer:
         self, campaign: Campaign, commit: str, front: dict[str, Any], parent: str | None
     ) -> None:
         data = {**front["note"], "campaign": self.name, "parent": parent}
-        campaign.write_round(commit, RoundNote.from_dict(data))
+        notes = [campaign.round_note(commit, RoundNote.from_dict(data))]
         if front["csv"] is not None:
-            campaign.write_bench(commit, front["csv"])
-        self.repo.update_ref(self.refs.kept(front["round"]), commit, None, "kgit: imported round")
+            notes.append(campaign.bench_note(commit, front["csv"]))
+        kept = self.refs.kept(front["round"])
+        campaign.save(f"round-{front['round']} imported", notes=notes, moves=[(kept, commit, None)])
 
 
 def _frozen_header(data: bytes | None) -> list[str] | None:
@@ -293,6 +295,7 @@ def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
                 best = commit
         repo.update_ref(importer.refs.best, best, None, f"kgit: {name} imported")
         _finish_state(campaign, harness, manifest, extra, rounds, abandoned)
+    record_trust(campaign)  # the user chose this folder's manifest by importing it
     configure_git(repo)
     install_hooks(repo)
     return {

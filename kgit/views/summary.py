@@ -86,6 +86,7 @@ def summary_data(view: RoundView) -> dict[str, Any]:
         "attribution": recorded.get("attribution", NOT_RECORDED),
         "next_direction": recorded.get("next_direction", NOT_RECORDED),
         "rollback": None,
+        "warnings": list(view.warnings),
     }
     if view.status == ROLLED_BACK:
         data["rollback"] = {
@@ -109,7 +110,12 @@ def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = Tru
     title = f"round-{data['round']} — {data['status']}"
     if with_commit and data["commit"]:
         title += f" ({data['commit'][:10]})"
-    blocks: list[Block] = [Heading(level, title), Para(f"**Hypothesis:** {data['hypothesis']}")]
+    blocks: list[Block] = [Heading(level, title)]
+    blocks += [
+        Para(f"**Warning:** {warning}; `kgit doctor` explains it.")
+        for warning in data.get("warnings", [])
+    ]
+    blocks.append(Para(f"**Hypothesis:** {data['hypothesis']}"))
     blocks.append(Heading(level + 1, "Change"))
     if data["status"] == BASELINE:
         blocks.append(Para("None: the baseline measures the code at the campaign's base."))

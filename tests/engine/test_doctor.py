@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import commit, git, run_kgit
+from tests.conftest import commit, git, record_note, run_kgit
 from tests.engine.killing import kill_after_call
 
 ROUNDS = "refs/notes/kgit/c1/rounds"
@@ -116,7 +116,12 @@ def test_an_interrupted_rollback_is_completed_with_its_reason(campaign: Path) ->
     repo = campaign
     tip = validated_round(repo, 90)
     kill_after_call(
-        repo, f"notes --ref={ROUNDS} add", "round", "rollback", "--reason", "register spills"
+        repo,
+        "update-ref -m 'kgit: round-2 marked",
+        "round",
+        "rollback",
+        "--reason",
+        "register spills",
     )
     data = doctor()[1]
     assert kinds(data) == ["interrupted_rollback"]
@@ -163,7 +168,12 @@ def test_a_keep_ref_and_a_note_that_disagree(campaign: Path) -> None:
     assert doctor("--fix")[0] == 0
     assert git(repo, "rev-parse", "refs/kgit/c1/rounds/2") == rolled
 
-    git(repo, "notes", f"--ref={ROUNDS}", "remove", rolled)
+    git(repo, "notes", f"--ref={ROUNDS}", "remove", rolled)  # the notes ref alone: put back
+    code, data = doctor("--fix")
+    assert code == 0 and kinds({"problems": data["fixed"]}) == ["note_missing"], data
+    assert "status: ROLLED BACK" in git(repo, "notes", f"--ref={ROUNDS}", "show", rolled)
+
+    record_note(repo, "rounds", rolled, None)  # gone from the record too: nothing to rebuild from
     code, data = doctor("--fix")
     assert code == 1 and kinds(data) == ["kept_ref_without_note"]
     assert "kgit cannot rebuild it" in finding(data, "kept_ref_without_note")["repair"]
@@ -205,9 +215,8 @@ def test_an_interrupted_accept_whose_verdict_no_longer_accepts_is_left_to_rollba
     tip = validated_round(repo, 120)
     kill_after_call(repo, "update-ref -m 'kgit: accept round-2'", "round", "accept")
     note = git(repo, "notes", f"--ref={ROUNDS}", "show", tip)
-    again = repo.parent / "note.yaml"
-    again.write_text(note.replace("decision: ACCEPTED\n", "decision: ROLLED BACK\n") + "\n")
-    git(repo, "notes", f"--ref={ROUNDS}", "add", "-f", "-F", str(again), tip)
+    again = note.replace("decision: ACCEPTED\n", "decision: ROLLED BACK\n") + "\n"
+    record_note(repo, "rounds", tip, again.encode())  # what a validation run again records
     code, data = doctor("--fix")
     assert code == 1 and kinds(data) == ["interrupted_accept"] and data["fixed"] == []
     assert finding(data, "interrupted_accept")["repair"] == "kgit round rollback"

@@ -11,7 +11,7 @@ from kgit.engine.rounds import accept_round
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
-from tests.conftest import commit, git, run_kgit
+from tests.conftest import commit, git, record_note, run_kgit
 from tests.engine.killing import kill_after_call
 
 ROUNDS = "refs/notes/kgit/c1/rounds"
@@ -84,7 +84,7 @@ def test_a_stale_accept_does_not_close_the_round_opened_after_it(campaign: Path)
     tip = validated_round(repo, 120)
     # Accept re-runs the gate when the tree's gate note is gone: that is the window in which
     # another process accepts the round and opens the next one.
-    git(repo, "notes", "--ref=refs/notes/kgit/c1/gate", "remove", f"{tip}^{{tree}}")
+    record_note(repo, "gate", f"{tip}^{{tree}}", None)
     stale = Campaign.load(open_repo(repo), "c1")
     raced = []
 
@@ -108,7 +108,7 @@ def test_a_stale_accept_does_not_close_the_round_opened_after_it(campaign: Path)
 def test_an_accept_refuses_when_the_round_branch_moved_under_it(campaign: Path) -> None:
     repo = campaign
     tip = validated_round(repo, 120)
-    git(repo, "notes", "--ref=refs/notes/kgit/c1/gate", "remove", f"{tip}^{{tree}}")
+    record_note(repo, "gate", f"{tip}^{{tree}}", None)
     stale = Campaign.load(open_repo(repo), "c1")
 
     def say(message: str) -> None:  # someone commits on the round while the gate runs
@@ -162,9 +162,8 @@ def test_a_validation_run_again_after_an_interrupted_accept_can_still_be_rolled_
     # comparison finds no gain): the note it records no longer accepts.
     note = git(repo, "notes", f"--ref={ROUNDS}", "show", tip)
     assert "decision: ACCEPTED\n" in note
-    again = repo.parent / "note.yaml"
-    again.write_text(note.replace("decision: ACCEPTED\n", "decision: ROLLED BACK\n") + "\n")
-    git(repo, "notes", f"--ref={ROUNDS}", "add", "-f", "-F", str(again), tip)
+    again = note.replace("decision: ACCEPTED\n", "decision: ROLLED BACK\n") + "\n"
+    record_note(repo, "rounds", tip, again.encode())
     now = status(repo)
     assert now["next_step"].startswith("kgit round rollback"), now
     refused = run_kgit("round", "accept")
@@ -176,7 +175,7 @@ def test_a_validation_run_again_after_an_interrupted_accept_can_still_be_rolled_
 def test_an_accept_after_an_interrupted_accept_completes_it(campaign: Path) -> None:
     repo = campaign
     tip = validated_round(repo, 120)
-    kill_after_call(repo, f"notes --ref={ROUNDS} add", "round", "accept")
+    kill_after_call(repo, "update-ref -m 'kgit: round-2 marked", "round", "accept")
     assert note_status(repo, tip) == "ACCEPTED" and status(repo)["open_round"] is not None
     assert run_kgit("round", "accept").code == 0
     assert status(repo)["open_round"] is None
@@ -186,7 +185,9 @@ def test_an_accept_after_an_interrupted_accept_completes_it(campaign: Path) -> N
 def test_an_accept_refuses_a_round_whose_rollback_was_interrupted(campaign: Path) -> None:
     repo = campaign
     tip = validated_round(repo, 120)  # an accepting verdict, rolled back all the same
-    kill_after_call(repo, f"notes --ref={ROUNDS} add", "round", "rollback", "--reason", "test")
+    kill_after_call(
+        repo, "update-ref -m 'kgit: round-2 marked", "round", "rollback", "--reason", "test"
+    )
     assert status(repo)["next_step"].startswith("kgit round rollback")
     refused = run_kgit("round", "accept")
     assert refused.code == 1 and "hint: kgit round rollback finishes it" in refused.err

@@ -222,7 +222,7 @@ def test_a_forged_decision_in_the_note_is_not_accepted(campaign: Path) -> None:
     forged = _note(repo).replace("decision: ROLLED BACK", "decision: ACCEPTED")
     git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "add", "-f", "-m", forged, "HEAD")
     refused = run_kgit("round", "accept")
-    assert refused.code == 1 and "stored evidence does not support its verdict" in refused.err
+    assert refused.code == 1 and "note of round-2 changed after kgit wrote it" in refused.err
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
@@ -333,7 +333,7 @@ def test_accept_judges_the_recorded_evidence_not_the_notes(campaign: Path) -> No
     )
     git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "add", "-f", "-m", forged, "HEAD")
     refused = run_kgit("round", "accept")
-    assert refused.code == 1 and "no recorded evidence" in refused.err
+    assert refused.code == 1 and "has no verdict kgit recorded" in refused.err
 
 
 def test_a_candidate_that_writes_into_the_reference_tree_is_an_error(kernel_repo: Path) -> None:
