@@ -1,0 +1,639 @@
+"""The seed's rule 11 as a check: every accepted gain must carry over to a real training step.
+
+A round's change is scanned for the shortcuts the seed forbids, and a hit rolls the round back
+(kgit/judge/verdict.py) with file:line:
+- caches keyed on the identity of an activation or grad_out: `id(x)`, `hash(x)`, `x.data_ptr()`,
+  `x._cdata`, directly or through a key variable or a key function (adding `_version`, shape or
+  dtype to the key does not rescue them: the benchmark reuses tensors and the allocator reuses
+  addresses, a training step does neither);
+- memoization over tensor arguments: `lru_cache`/`functools.cache` on a function taking tensors,
+  a tensor used as the key of a cache (a `WeakKeyDictionary`, a dict named like a cache), an
+  `is` test against a stored tensor;
+- grouped GEMM shortcuts valid only for a uniform token distribution: a tokens-per-group
+  `tl.constexpr` (`M_per_group: tl.constexpr`), an assertion that groups divide by the block
+  (`assert M_per_group % BLOCK_M == 0`), a static partition (`M // num_experts`, `[m] * G`,
+  `g * M_per_group`), an assertion that no group is empty.
+Weight caches pass: a key on a weight or a parameter (`id(weight)`, `self.weight.data_ptr()`,
+`id(w)`, a module) is the bounded cache the seed allows.
+
+Python files are read as syntax trees (a pattern split over lines is one expression; an `id()`
+for logging is no key); other files (C++, HIP) and Python that does not parse, line by line.
+Only what the change adds is reported: a finding already in the old file is not the round's.
+Pure functions over file texts.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+IDENTITY_CACHE = "identity-keyed cache"
+TENSOR_KEY = "tensor-keyed cache"
+MEMOIZED = "memoized tensor arguments"
+IDENTITY_TEST = "identity test against a stored tensor"
+CONSTEXPR_GROUP = "constexpr tokens per group"
+DIVISIBLE_GROUP = "groups assumed to divide by the block"
+STATIC_PARTITION = "static per-expert partition"
+NO_EMPTY_GROUP = "no empty group assumed"
+
+_CACHE_WHY = (
+    "hits when the benchmark reuses a tensor or the allocator reuses an address, and misses or "
+    "returns stale data in a training step; _version, shape or dtype in the key do not rescue "
+    "it (allowed: weights keyed by id(weight) + _version + shape)"
+)
+_UNIFORM_WHY = (
+    "valid only when every expert gets the same tokens: routed MoE traffic is skewed (top-k, "
+    "capacity factors, hot and empty experts)"
+)
+WHY = {
+    IDENTITY_CACHE: "a cache keyed on the identity of a non-weight tensor " + _CACHE_WHY,
+    TENSOR_KEY: "a cache keyed on a tensor object (tensors hash by identity) " + _CACHE_WHY,
+    MEMOIZED: "memoization over tensor arguments (keyed by identity) " + _CACHE_WHY,
+    IDENTITY_TEST: "reusing a result when the same tensor object comes back " + _CACHE_WHY,
+    CONSTEXPR_GROUP: "tokens per group compiled in as a constant: " + _UNIFORM_WHY,
+    DIVISIBLE_GROUP: "every group's rows assumed to be a multiple of the block: " + _UNIFORM_WHY,
+    STATIC_PARTITION: "groups cut as equal slices of the tokens: " + _UNIFORM_WHY,
+    NO_EMPTY_GROUP: "asserts that no group is empty: " + _UNIFORM_WHY,
+}
+PATTERNS = tuple(WHY)
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    pattern: str
+    text: str  # the source line, stripped
+    subject: str = ""  # what the key or the shortcut is about (`x`, `M_per_group`)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    @property
+    def why(self) -> str:
+        return WHY[self.pattern]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes two findings the same one, wherever the line moved."""
+        return self.pattern, " ".join(self.text.split())
+
+    def describe(self) -> str:
+        about = f" ({self.subject})" if self.subject else ""
+        return f"rule 11: {self.where}: {self.pattern}{about}: `{self.text}`"
+
+    def to_dict(self) -> dict[str, str | int]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "where": self.where,
+            "pattern": self.pattern,
+            "subject": self.subject,
+            "text": self.text,
+            "why": self.why,
+        }
+
+
+# -- names ------------------------------------------------------------------------------------
+
+# A weight, a parameter, or what owns them: keys on these are the bounded caches rule 11 allows.
+_WEIGHT = re.compile(
+    r"(?i)w|wt|w\d+|w_\w+|\w+_w|\w*weights?\w*|params?|parameters?|\w+_params?|bias(es)?|\w+_bias"
+    r"|self|module|model|layer|\w+_layer|lora_\w+"
+)
+# Objects that are not tensors at all (kernels, callbacks, configurations).
+_NOT_TENSOR = re.compile(
+    r"(?i)fn|func|function|callback|kernel|\w+_(fn|func|kernel)|cls|config|cfg"
+)
+# Names that say "tensor" without an annotation. Deliberately narrow (no a, b, k, t): hash() or
+# lru_cache over `k` is more often over an int than over a tensor.
+_TENSOR = re.compile(
+    r"x|xs|x\d|inp|input|inputs|out|output|outputs|grad|grads|grad_\w+|\w+_grad|dy|dx|dout|d_out"
+    r"|act|acts|activations?|hidden|hidden_states|tokens|tensor|tensors|\w+_tensor|logits"
+)
+_CACHE_NAME = re.compile(r"(?i)\w*(cache|memo|lookup|saved|seen|stash|last|prev)\w*")
+_PER_GROUP = re.compile(r"(?i)(m|tokens?|rows?|num_tokens|n_tokens)_?per_?(group|expert)s?")
+_GROUPS = re.compile(r"(?i)(num_|n_|n)?(groups|experts|local_experts)|num_group|num_expert|G|E")
+_TOTAL = re.compile(r"(?i)m|t|total\w*|\w*tokens|num_rows|rows|\w+\.shape\[0\]|\w+\.size\(0\)")
+_GROUP_INDEX = re.compile(r"(?i)(pid_?)?(g|group|expert|e)(_?id|_?idx|_index)?|gid|eid")
+_GROUPISH = re.compile(
+    r"(?i)per_?(group|expert)|group_?(sizes?|lens?)|\bexpert|m_?splits|batch_?sizes|\bsizes\b"
+    r"|\bsplits\b|\bcounts\b"
+)
+_SIZES = re.compile(
+    r"(?i)sizes|splits|counts|tokens_per_(expert|group)|m_per_(group|expert)|group_lens?"
+)
+_BLOCK = re.compile(r"(?i)block|blk|tile")
+_MEMO_DECORATORS = {"lru_cache", "cache", "cached", "memoize", "memoized"}
+_ASSERTS = {"static_assert", "device_assert", "_assert", "_check", "assert_"}
+
+
+def _name(node: ast.AST) -> str | None:
+    """The name a node is about: `x`, `self.weight` -> weight, `w.t()` -> w, `xs[0]` -> xs."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript | ast.Starred):
+        return _name(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _name(node.func.value)  # a method of the object: w.t(), x.contiguous()
+    return None
+
+
+# -- Python: scopes ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    parent: _Scope | None
+    assigns: dict[str, list[ast.expr]] = field(default_factory=dict)
+    params: dict[str, ast.arg] = field(default_factory=dict)
+    shared: set[str] = field(default_factory=set)  # declared `global` or `nonlocal`
+
+    def values(self, name: str) -> list[ast.expr] | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.params:
+                return None
+            if name in scope.assigns:
+                return scope.assigns[name]
+            scope = scope.parent
+        return None
+
+    def param(self, name: str) -> ast.arg | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.params:
+                return scope.params[name]
+            if name in scope.assigns:
+                return None
+            scope = scope.parent
+        return None
+
+    def persistent(self, container: ast.expr, depth: int = 0) -> bool:
+        """Whether CONTAINER outlives one call (a module global, an attribute, a parameter):
+        only such a container can carry a result from one call to the next. A container the
+        function builds itself (`seen = set()`) is not a cache."""
+        while isinstance(container, ast.Subscript):
+            container = container.value
+        if not isinstance(container, ast.Name) or self.parent is None:
+            return True
+        name = container.id
+        if name in self.shared or name not in self.assigns:
+            return True
+        values = self.assigns[name]
+        if depth < 4 and all(
+            isinstance(v, ast.Name | ast.Attribute | ast.Subscript) for v in values
+        ):
+            return any(self.persistent(v, depth + 1) for v in values)
+        return not all(_fresh(v) for v in values)
+
+
+_CONTAINERS = {"set", "dict", "list", "defaultdict", "OrderedDict", "Counter", "deque"}
+
+
+def _fresh(value: ast.expr) -> bool:
+    """A new container: `{}`, `set()`, `collections.defaultdict(list)`, a comprehension."""
+    if isinstance(value, ast.Dict | ast.Set | ast.List | ast.DictComp | ast.SetComp | ast.ListComp):
+        return True
+    return isinstance(value, ast.Call) and _name(value.func) in _CONTAINERS
+
+
+def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of BODY, not descending into nested functions, lambdas or classes."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _targets(node: ast.AST) -> list[tuple[str, ast.expr]]:
+    if isinstance(node, ast.Assign):
+        pairs = [(t, node.value) for t in node.targets]
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value:
+        pairs = [(node.target, node.value)]
+    else:
+        return []
+    out = []
+    for target, value in pairs:
+        for name in ast.walk(target):
+            if isinstance(name, ast.Name):
+                out.append((name.id, value))
+    return out
+
+
+def _scope(body: list[ast.stmt], parent: _Scope | None, args: ast.arguments | None) -> _Scope:
+    scope = _Scope(parent)
+    if args is not None:
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                scope.params[arg.arg] = arg
+    for node in _own_nodes(body):
+        for name, value in _targets(node):
+            scope.assigns.setdefault(name, []).append(value)
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            scope.shared.update(node.names)
+    return scope
+
+
+def _annotation(arg: ast.arg | None) -> str:
+    return ast.unparse(arg.annotation) if arg is not None and arg.annotation is not None else ""
+
+
+# -- Python: the scan -------------------------------------------------------------------------
+
+
+class _PythonScan:
+    def __init__(self, path: str, text: str, tree: ast.Module) -> None:
+        self.path, self.lines = path, text.splitlines()
+        self.module = _scope(tree.body, None, None)
+        self.aliases = {  # `ident = id` at module level
+            name
+            for name, values in self.module.assigns.items()
+            if any(isinstance(v, ast.Name) and v.id in ("id", "hash") for v in values)
+        }
+        self.key_functions: dict[str, list[int]] = {}
+        self.key_functions = self._key_functions(tree)
+        self.found: dict[tuple[str, int], Finding] = {}
+        self.caches: set[tuple[object, ...]] = set()
+
+    def run(self, tree: ast.Module) -> list[Finding]:
+        self._visit_body(tree.body, self.module)
+        return sorted(self.found.values(), key=lambda f: (f.line, f.pattern))
+
+    def _add(
+        self, node: ast.AST, pattern: str, subject: str, once: tuple[object, ...] = ()
+    ) -> None:
+        """Record a finding at NODE's line; ONCE names a cache so that its lookups and stores
+        in one function are one finding, at the first line."""
+        if once:
+            if once in self.caches:
+                return
+            self.caches.add(once)
+        line = getattr(node, "lineno", 1)
+        text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        self.found.setdefault((pattern, line), Finding(self.path, line, pattern, text, subject))
+
+    def _visit_body(self, body: list[ast.stmt], scope: _Scope) -> None:
+        for node in _own_nodes(body):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                inner = _scope(inner_body(node), scope, node.args)
+                if not isinstance(node, ast.Lambda):
+                    self._memoized(node, inner)
+                self._constexpr_params(node.args)
+                self._visit_body(inner_body(node), inner)
+            elif isinstance(node, ast.ClassDef):
+                self._visit_body(node.body, scope)
+            else:
+                self._check(node, scope)
+
+    # identity keys ------------------------------------------------------------------------
+
+    def _key_functions(self, tree: ast.Module) -> dict[str, list[int]]:
+        """Functions that return a key built on the identity of (some of) their parameters:
+        `def _key(t): return (id(t), t._version)` makes `cache[_key(x)]` keyed on x."""
+        found: dict[str, list[int]] = {}
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            scope = _scope(node.body, self.module, node.args)
+            names = [a.arg for a in node.args.args]
+            keyed = set()
+            for ret in _own_nodes(node.body):
+                if isinstance(ret, ast.Return) and ret.value is not None:
+                    for subject in self._subjects(ret.value, scope, set(), {}):
+                        if isinstance(subject, ast.Name) and subject.id in names:
+                            keyed.add(names.index(subject.id))
+            if keyed:
+                found[node.name] = sorted(keyed)
+        return found
+
+    def _subjects(
+        self, expr: ast.AST, scope: _Scope, seen: set[str], functions: Mapping[str, list[int]]
+    ) -> list[ast.expr]:
+        """The objects whose identity EXPR is built on, through key variables of SCOPE."""
+        subjects: list[ast.expr] = []
+        for node in _key_parts(expr):
+            if isinstance(node, ast.Call):
+                subjects += self._identity_call(node, scope, functions)
+            elif isinstance(node, ast.Attribute) and node.attr == "_cdata":
+                subjects.append(node.value)
+            elif isinstance(node, ast.Name) and node.id not in seen:
+                values = scope.values(node.id)
+                if values:
+                    seen.add(node.id)
+                    for value in values:
+                        subjects += self._subjects(value, scope, seen, functions)
+        return subjects
+
+    def _identity_call(
+        self, call: ast.Call, scope: _Scope, functions: Mapping[str, list[int]]
+    ) -> list[ast.expr]:
+        func, args = call.func, call.args
+        name = func.id if isinstance(func, ast.Name) else None
+        qualified = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+        if qualified and ast.unparse(func).startswith("builtins."):
+            name = ast.unparse(func).removeprefix("builtins.")
+        if (name == "id" or name in self.aliases) and args:
+            return [args[0]]
+        if name == "hash" and args and self._tensor_like(args[0], scope):
+            return [args[0]]
+        if isinstance(func, ast.Attribute) and func.attr in ("data_ptr", "__hash__"):
+            return [_storage_owner(func.value)]
+        if (
+            isinstance(func, ast.Call)  # getattr(x, "data_ptr")()
+            and isinstance(func.func, ast.Name)
+            and func.func.id == "getattr"
+            and len(func.args) == 2
+            and isinstance(func.args[1], ast.Constant)
+            and func.args[1].value in ("data_ptr", "__hash__", "_cdata")
+        ):
+            return [func.args[0]]
+        keyed = functions.get(name or "") or self.key_functions.get(name or "", [])
+        return [args[i] for i in keyed if i < len(args)]
+
+    def _weight(self, subject: ast.expr, scope: _Scope, depth: int = 0) -> bool:
+        """A weight, a parameter or their owner; a local alias is followed (`weight = x`)."""
+        name = _name(subject)
+        if name is None:
+            return False
+        values = scope.values(name) if isinstance(subject, ast.Name) else None
+        named = [v for v in values or [] if _name(v) is not None]
+        if named and depth < 4:
+            return all(self._weight(v, scope, depth + 1) for v in named)
+        return bool(_WEIGHT.fullmatch(name) or _NOT_TENSOR.fullmatch(name))
+
+    def _tensor_like(self, node: ast.expr, scope: _Scope) -> bool:
+        name = _name(node)
+        if name is None:
+            return False
+        if "Tensor" in _annotation(scope.param(name)):
+            return True
+        return bool(_TENSOR.fullmatch(name)) and not self._weight(node, scope)
+
+    def _key_check(self, node: ast.AST, key: ast.expr, container: ast.expr, s: _Scope) -> None:
+        if not s.persistent(container):
+            return
+        subjects = self._subjects(key, s, set(), {})
+        loose = [x for x in subjects if not self._weight(x, s)]
+        cache = (id(s), ast.unparse(container))
+        if loose:
+            subject = ", ".join(sorted({ast.unparse(x) for x in loose}))
+            self._add(node, IDENTITY_CACHE, subject, (IDENTITY_CACHE, *cache, subject))
+            return
+        if not self._cache_container(container, s):
+            return
+        parts = key.elts if isinstance(key, ast.Tuple) else [key]
+        tensors = [p for p in parts if isinstance(p, ast.Name) and self._tensor_like(p, s)]
+        if tensors:
+            subject = ", ".join(p.id for p in tensors)
+            self._add(node, TENSOR_KEY, subject, (TENSOR_KEY, *cache, subject))
+
+    def _cache_container(self, container: ast.expr, scope: _Scope) -> bool:
+        name = _name(container)
+        if name is None:
+            return False
+        values = scope.values(name) or []
+        weak = any("Weak" in ast.unparse(v) for v in values)
+        return weak or bool(_CACHE_NAME.fullmatch(name))
+
+    def _check(self, node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, ast.Subscript):
+            self._key_check(node, node.slice, node.value, scope)
+        elif isinstance(node, ast.Call):
+            self._call(node, scope)
+        elif isinstance(node, ast.Compare):
+            self._compare(node, scope)
+        elif isinstance(node, ast.Assert):
+            self._assertion(node, node.test)
+        elif isinstance(node, ast.BinOp):
+            self._partition(node)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            self._constexpr(node, node.target.id, ast.unparse(node.annotation))
+
+    def _call(self, call: ast.Call, scope: _Scope) -> None:
+        func = call.func
+        if isinstance(func, ast.Attribute) and call.args:
+            if func.attr in ("get", "setdefault", "pop", "add", "__contains__", "__getitem__"):
+                self._key_check(call, call.args[0], func.value, scope)
+            if func.attr == "update" and isinstance(call.args[0], ast.Dict):
+                for key in call.args[0].keys:
+                    if key is not None:
+                        self._key_check(call, key, func.value, scope)
+            if func.attr in _ASSERTS:
+                self._assertion(call, call.args[0])
+        if isinstance(func, ast.Name) and func.id in _ASSERTS and call.args:
+            self._assertion(call, call.args[0])
+        name = _name(func) if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in ("cdiv", "ceil_div") and len(call.args) == 2:
+            self._divided(call, call.args[0], call.args[1])
+
+    def _compare(self, node: ast.Compare, scope: _Scope) -> None:
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=False):
+            if isinstance(op, ast.In | ast.NotIn):
+                self._key_check(node, left, right, scope)
+            elif isinstance(op, ast.Is | ast.IsNot):
+                for a, b in ((left, right), (right, left)):
+                    stored = _name(b)
+                    kept = stored and _CACHE_NAME.fullmatch(stored) and scope.persistent(b)
+                    if kept and self._tensor_like(a, scope):
+                        self._add(node, IDENTITY_TEST, f"{ast.unparse(a)} is {ast.unparse(b)}")
+                        break
+            left = right
+
+    # memoization --------------------------------------------------------------------------
+
+    def _memoized(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+        names = {_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+        if not names & _MEMO_DECORATORS:
+            return
+        tensors = [
+            arg.arg
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            if arg.arg not in ("self", "cls")
+            and self._tensor_like(ast.Name(arg.arg, ast.Load()), scope)
+        ]
+        if tensors:
+            self._add(node, MEMOIZED, ", ".join(tensors))
+
+    # grouped GEMM ---------------------------------------------------------------------------
+
+    def _constexpr_params(self, args: ast.arguments) -> None:
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            self._constexpr(arg, arg.arg, _annotation(arg))
+
+    def _constexpr(self, node: ast.AST, name: str, annotation: str) -> None:
+        if "constexpr" in annotation and _PER_GROUP.fullmatch(name):
+            self._add(node, CONSTEXPR_GROUP, name)
+
+    def _assertion(self, node: ast.AST, test: ast.expr) -> None:
+        text = ast.unparse(test)
+        for part in ast.walk(test):
+            if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod):
+                divisor = ast.unparse(part.right)
+                block = _BLOCK.search(divisor) or (
+                    isinstance(part.right, ast.Constant) and str(part.right.value).isdigit()
+                )
+                if block and _GROUPISH.search(text):
+                    self._add(node, DIVISIBLE_GROUP, ast.unparse(part.left))
+                    return
+            if isinstance(part, ast.Compare) and _SIZES.search(text):
+                for op, right in zip(part.ops, part.comparators, strict=False):
+                    value = right.value if isinstance(right, ast.Constant) else None
+                    nonzero = (isinstance(op, ast.Gt | ast.NotEq) and value == 0) or (
+                        isinstance(op, ast.GtE) and value == 1
+                    )
+                    if nonzero:
+                        self._add(node, NO_EMPTY_GROUP, ast.unparse(part.left))
+                        return
+
+    def _partition(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.FloorDiv):
+            self._divided(node, node.left, node.right)
+        elif isinstance(node.op, ast.Mult):
+            for a, b in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(a, ast.List) and len(a.elts) == 1:
+                    item, count = _name(a.elts[0]), _name(b)
+                    if item and count and _PER_GROUP.fullmatch(item) and _GROUPS.fullmatch(count):
+                        self._add(node, STATIC_PARTITION, ast.unparse(node))
+                        return
+                per, index = _name(a), ast.unparse(b)
+                uniform = (
+                    per and _PER_GROUP.fullmatch(per) and isinstance(a, ast.Name | ast.Attribute)
+                )
+                if uniform and (_GROUP_INDEX.fullmatch(index) or "arange" in index):
+                    self._add(node, STATIC_PARTITION, ast.unparse(node))
+                    return
+
+    def _divided(self, node: ast.expr, total: ast.expr, groups: ast.expr) -> None:
+        name = _name(groups) if isinstance(groups, ast.Name | ast.Attribute) else None
+        if name and _GROUPS.fullmatch(name) and _TOTAL.fullmatch(ast.unparse(total)):
+            self._add(node, STATIC_PARTITION, ast.unparse(node))
+
+
+def _key_parts(expr: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a key that may carry an identity: not a comparison nor an alignment
+    (`x.data_ptr() % 16 == 0` is what Triton itself specializes on, not an identity)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Compare):
+            continue
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod | ast.BitAnd)
+            and isinstance(node.right, ast.Constant)
+            and isinstance(node.right.value, int)
+            and 0 < node.right.value <= 4096
+        ):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def inner_body(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.stmt]:
+    return node.body if isinstance(node.body, list) else [ast.Expr(node.body)]
+
+
+def _storage_owner(node: ast.expr) -> ast.expr:
+    """`x.untyped_storage().data_ptr()` is about x."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("untyped_storage", "storage", "_storage")
+    ):
+        node = node.func.value
+    return node
+
+
+# -- other files: line by line ----------------------------------------------------------------
+
+_IDENT = r"(?:\bid\s*\(\s*(?P<id>[\w.\->]+)|\bhash\s*\(\s*(?P<hash>[\w.\->]+)|(?P<ptr>[\w.\->]+?)\s*(?:\.|->)\s*data_ptr\s*(?:<[^>]*>)?\s*\(|(?P<cdata>[\w.\->]+?)\._cdata\b)"
+_LINE_KEY = re.compile(
+    r"(?:\[[^\]\n]*?|\.(?:get|setdefault|pop|find|count|contains|emplace|try_emplace|insert|at|add)\s*\([^)\n]*?)"
+    + _IDENT
+)
+_LINE_CONSTEXPR = re.compile(
+    r"(?i)\b(?P<name>\w*(?:m|tokens?|rows?)_?per_?(?:group|expert)s?)\s*:\s*tl\.constexpr"
+    r"|constexpr\s+[\w:<>]+\s+(?P<cname>\w*(?:m|tokens?|rows?)_?per_?(?:group|expert)s?)\b"
+)
+_LINE_ASSERT = re.compile(
+    r"(?i)\b(?:assert|static_assert|TORCH_CHECK|device_assert)\b.*(?:per_?(?:group|expert)|group_?sizes?|m_?splits).*%.*(?:block|blk|tile)"
+)
+
+
+def _scan_lines(path: str, text: str) -> list[Finding]:
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        for match in _LINE_KEY.finditer(line):
+            subject = next(g for g in match.groups() if g)
+            last = re.split(r"\.|->", subject)[-1]
+            if not (_WEIGHT.fullmatch(last) or _NOT_TENSOR.fullmatch(last)):
+                found.append(Finding(path, number, IDENTITY_CACHE, stripped, subject))
+                break
+        constexpr = _LINE_CONSTEXPR.search(line)
+        if constexpr:
+            name = constexpr["name"] or constexpr["cname"]
+            found.append(Finding(path, number, CONSTEXPR_GROUP, stripped, name))
+        if _LINE_ASSERT.search(line):
+            found.append(Finding(path, number, DIVISIBLE_GROUP, stripped))
+    return found
+
+
+# -- the change -------------------------------------------------------------------------------
+
+_PYTHON = (".py", ".pyi")
+
+
+def scan_text(path: str, text: str) -> list[Finding]:
+    """Every rule-11 finding in one file's TEXT."""
+    if path.endswith(_PYTHON):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return _scan_lines(path, text)
+        return _PythonScan(path, text, tree).run(tree)
+    return _scan_lines(path, text)
+
+
+def new_findings(path: str, old: str | None, new: str) -> list[Finding]:
+    """The findings of NEW that OLD did not have: what a change adds to one file."""
+    before = Counter(f.key for f in scan_text(path, old)) if old else Counter()
+    added = []
+    for finding in scan_text(path, new):
+        if before[finding.key] > 0:
+            before[finding.key] -= 1
+        else:
+            added.append(finding)
+    return added
+
+
+def scan_change(files: Mapping[str, tuple[str | None, str | None]]) -> list[Finding]:
+    """The findings a change adds: FILES maps each changed path to its (old, new) text, None
+    for a file that did not exist (or no longer does)."""
+    found = []
+    for path in sorted(files):
+        old, new = files[path]
+        if new is not None:
+            found += new_findings(path, old, new)
+    return found
+
+
+def added_lines(old: str | None, new: str | None) -> int:
+    """How many lines NEW adds to OLD (for the report's summary of what was scanned)."""
+    a, b = (old or "").splitlines(), (new or "").splitlines()
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sum(
+        j2 - j1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("insert", "replace")
+    )
