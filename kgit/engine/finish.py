@@ -6,7 +6,8 @@
 3. Full validation: the quick harness on every target shape, judged against the baseline with the
    seed's rule (every shape PASS, the aggregate improved, no core shape down past the limit); under
    `decision_policy: interleaved`, A/B pairs of the baseline commit and the best line, judged with
-   the rounds' confidence intervals.
+   the rounds' confidence intervals. No shape may run faster than the device allows (the
+   physical floor), and the best line's diff may add nothing rule 11 forbids.
 4. A branch `kgit/<campaign>/final` ready to merge or open as a pull request: one commit per
    accepted round (several commits of one round squashed), built with commit-tree from the round
    commits' trees, each message carrying the round's hypothesis and result (from its note).
@@ -23,12 +24,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.engine.gate import Say
+from kgit.engine.integrity import (
+    campaign_floor,
+    impossible,
+    measured_rates,
+    rule11_findings,
+    shape_dtypes,
+)
 from kgit.engine.measure import HarnessError, Measurement, require_clean
 from kgit.engine.runner import run_command
 from kgit.engine.store import Campaign, now
 from kgit.engine.validation import Target, validate
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
+from kgit.judge.floor import pct_of_peak
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
@@ -173,6 +182,9 @@ def _acceptance(
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
     check = Acceptance([], [], command, suite.ok, round(suite.seconds, 3), reasons=reasons)
+    # Rule 11 on everything the campaign changed: rounds accepted before the check existed too.
+    findings = rule11_findings(campaign.repo, campaign.state.base, best)
+    check.reasons += [f.describe() for f in findings]
     _full_validation(campaign, best, rounds, check, say, echo=echo)
     return check
 
@@ -204,6 +216,13 @@ def _full_validation(
     if verdict.cause == CORRECTNESS:
         check.reasons += [f"full validation: {r}" for r in verdict.reasons]
         return
+    metric = campaign.manifest.primary_metric
+    evidence = outcome.evidence
+    values = [*evidence.runs, *(pair["b"] for pair in evidence.pairs)]
+    fingerprint = outcome.passes[0].fingerprint if outcome.passes else None
+    over, _ = impossible(campaign, measured_rates(outcome.passes, values, metric), fingerprint)
+    check.reasons += [f"full validation: physical floor: {r}" for r in over]
+    floor, dtypes = campaign_floor(campaign, fingerprint), shape_dtypes(campaign.manifest)
     check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.reference_aggregate
     check.gain_pct = verdict.gain_pct
     check.shapes = [
@@ -212,6 +231,9 @@ def _full_validation(
             "baseline": verdict.reference.get(label),
             "final": verdict.candidate.get(label),
             "delta_pct": verdict.shape_deltas.get(label),
+            "pct_of_peak": pct_of_peak(
+                verdict.candidate.get(label), metric, dtypes.get(label), floor
+            ),
         }
         for label in labels
     ]
