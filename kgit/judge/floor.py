@@ -168,8 +168,8 @@ def table_rates(table: BenchTable, metric: str) -> Rates:
         found: dict[str, dict[str, float]] = {}
         for column, value in row.values.items():
             unit = rate_unit(column)
-            if unit is None or not math.isfinite(value):
-                continue
+            if unit is None or math.isnan(value) or value <= 0:
+                continue  # an infinite rate stays: a time of zero is past any peak
             found[column] = {"value": value}
             ms = row.values.get(_time_column(column))
             if unit == GBPS and ms is not None and math.isfinite(ms) and ms > 0:

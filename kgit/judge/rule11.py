@@ -6,9 +6,10 @@ A round's change is scanned for the shortcuts the seed forbids, and a hit rolls 
   `x._cdata`, directly or through a key variable or a key function (adding `_version`, shape or
   dtype to the key does not rescue them: the benchmark reuses tensors and the allocator reuses
   addresses, a training step does neither);
-- memoization over tensor arguments: `lru_cache`/`functools.cache` on a function taking tensors,
-  a tensor used as the key of a cache (a `WeakKeyDictionary`, a dict named like a cache), an
-  `is` test against a stored tensor;
+- memoization over tensor arguments: `lru_cache`/`functools.cache` on a function taking tensors
+  (as a decorator or a call), a tensor or its storage used as the key of a cache (a
+  `WeakKeyDictionary`, a dict named like a cache), an `is` test against a stored tensor, a result
+  kept as an attribute of an input tensor (`x._out = out`);
 - grouped GEMM shortcuts valid only for a uniform token distribution: a tokens-per-group
   `tl.constexpr` (`M_per_group: tl.constexpr`), an assertion that groups divide by the block
   (`assert M_per_group % BLOCK_M == 0`), a static partition (`M // num_experts`, `[m] * G`,
@@ -35,6 +36,7 @@ IDENTITY_CACHE = "identity-keyed cache"
 TENSOR_KEY = "tensor-keyed cache"
 MEMOIZED = "memoized tensor arguments"
 IDENTITY_TEST = "identity test against a stored tensor"
+TENSOR_ATTR = "result stashed on a tensor"
 CONSTEXPR_GROUP = "constexpr tokens per group"
 DIVISIBLE_GROUP = "groups assumed to divide by the block"
 STATIC_PARTITION = "static per-expert partition"
@@ -54,6 +56,7 @@ WHY = {
     TENSOR_KEY: "a cache keyed on a tensor object (tensors hash by identity) " + _CACHE_WHY,
     MEMOIZED: "memoization over tensor arguments (keyed by identity) " + _CACHE_WHY,
     IDENTITY_TEST: "reusing a result when the same tensor object comes back " + _CACHE_WHY,
+    TENSOR_ATTR: "a result kept as an attribute of an input tensor (`x._out = out`) " + _CACHE_WHY,
     CONSTEXPR_GROUP: "tokens per group compiled in as a constant: " + _UNIFORM_WHY,
     DIVISIBLE_GROUP: "every group's rows assumed to be a multiple of the block: " + _UNIFORM_WHY,
     STATIC_PARTITION: "groups cut as equal slices of the tokens: " + _UNIFORM_WHY,
@@ -129,6 +132,14 @@ _SIZES = re.compile(
     r"(?i)sizes|splits|counts|tokens_per_(expert|group)|m_per_(group|expert)|group_lens?"
 )
 _BLOCK = re.compile(r"(?i)block|blk|tile")
+_SCALAR = re.compile(r"\b(int|float|str|bool|tuple|Tuple|dtype|Sequence|list|List|dict|Dict)\b")
+# Parameters that are keys, sizes or names, not tensors: hash() over them is ordinary.
+_NOT_KEY_PART = re.compile(
+    r"(?i)self|cls|ctx|key|keys|\w*name|\w*shape|dims?|sizes?|[mnk]|\w+_(id|idx)"
+)
+# Attributes a tensor has of its own: setting them is no stashing.
+_TENSOR_ATTRS = {"grad", "data", "requires_grad", "retains_grad", "names"}
+_LIBRARIES = {"torch", "nn", "F", "np", "numpy", "triton", "tl", "math", "functools", "weakref"}
 _MEMO_DECORATORS = {"lru_cache", "cache", "cached", "memoize", "memoized"}
 _ASSERTS = {"static_assert", "device_assert", "_assert", "_check", "assert_"}
 
@@ -205,6 +216,18 @@ def _fresh(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and _name(value.func) in _CONTAINERS
 
 
+def _self_attributes(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """What each `self.<attr>` is assigned anywhere in the module."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
+                    found.setdefault(target.attr, []).append(node.value)
+    return found
+
+
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """The nodes of BODY, not descending into nested functions, lambdas or classes."""
     stack: list[ast.AST] = list(reversed(body))
@@ -260,6 +283,12 @@ class _PythonScan:
             name
             for name, values in self.module.assigns.items()
             if any(isinstance(v, ast.Name) and v.id in ("id", "hash") for v in values)
+        }
+        self.self_attrs = _self_attributes(tree)
+        self.functions = {
+            node.name: node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         }
         self.key_functions: dict[str, list[int]] = {}
         self.key_functions = self._key_functions(tree)
@@ -343,34 +372,51 @@ class _PythonScan:
         qualified = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
         if qualified and ast.unparse(func).startswith("builtins."):
             name = ast.unparse(func).removeprefix("builtins.")
+        fetched = _getattr_name(func)  # getattr(x, "data_ptr")(), getattr(builtins, "id")(x)
+        if fetched and ast.unparse(fetched[0]) in ("builtins", "__builtins__"):
+            name = fetched[1]
+        elif fetched and fetched[1] in ("data_ptr", "__hash__", "_cdata"):
+            return [fetched[0]]
         if (name == "id" or name in self.aliases) and args:
             return [args[0]]
-        if name == "hash" and args and self._tensor_like(args[0], scope):
+        if ast.unparse(func) in ("weakref.ref", "weakref.proxy") and args:
+            return [args[0]]  # a weak reference hashes as its referent
+        if name == "hash" and args and self._maybe_tensor(args[0], scope):
             return [args[0]]
         if isinstance(func, ast.Attribute) and func.attr in ("data_ptr", "__hash__"):
             return [_storage_owner(func.value)]
-        if (
-            isinstance(func, ast.Call)  # getattr(x, "data_ptr")()
-            and isinstance(func.func, ast.Name)
-            and func.func.id == "getattr"
-            and len(func.args) == 2
-            and isinstance(func.args[1], ast.Constant)
-            and func.args[1].value in ("data_ptr", "__hash__", "_cdata")
-        ):
-            return [func.args[0]]
         keyed = functions.get(name or "") or self.key_functions.get(name or "", [])
         return [args[i] for i in keyed if i < len(args)]
 
     def _weight(self, subject: ast.expr, scope: _Scope, depth: int = 0) -> bool:
-        """A weight, a parameter or their owner; a local alias is followed (`weight = x`)."""
+        """A weight, a parameter or their owner. An alias is followed, local or an attribute of
+        `self` (`weight = x`, `self.w_in = x` make no weight of an activation)."""
         name = _name(subject)
         if name is None:
             return False
-        values = scope.values(name) if isinstance(subject, ast.Name) else None
-        named = [v for v in values or [] if _name(v) is not None]
-        if named and depth < 4:
-            return all(self._weight(v, scope, depth + 1) for v in named)
+        if isinstance(subject, ast.Name):
+            values = scope.values(name) or []
+        elif isinstance(subject, ast.Attribute) and ast.unparse(subject.value) == "self":
+            values = self.self_attrs.get(name, [])
+        else:
+            values = []
+        aliases = [v for v in values if _alias(v)]
+        if aliases and depth < 4:
+            return all(self._weight(v, scope, depth + 1) for v in aliases)
         return bool(_WEIGHT.fullmatch(name) or _NOT_TENSOR.fullmatch(name))
+
+    def _maybe_tensor(self, node: ast.expr, scope: _Scope) -> bool:
+        """Tensor-named, or a parameter nothing says is not a tensor (for hash() and `is`)."""
+        if self._tensor_like(node, scope):
+            return True
+        name = _name(node)
+        arg = scope.param(name) if isinstance(node, ast.Name) and name else None
+        return (
+            arg is not None
+            and not _SCALAR.search(_annotation(arg))
+            and not _NOT_KEY_PART.fullmatch(arg.arg)
+            and not self._weight(node, scope)
+        )
 
     def _tensor_like(self, node: ast.expr, scope: _Scope) -> bool:
         name = _name(node)
@@ -390,9 +436,21 @@ class _PythonScan:
             subject = ", ".join(sorted({ast.unparse(x) for x in loose}))
             self._add(node, IDENTITY_CACHE, subject, (IDENTITY_CACHE, *cache, subject))
             return
+        parts = key.elts if isinstance(key, ast.Tuple) else [key]
+        storages = [
+            p.func.value
+            for p in parts
+            if isinstance(p, ast.Call)
+            and isinstance(p.func, ast.Attribute)
+            and p.func.attr in ("untyped_storage", "storage", "_storage")
+            and not self._weight(p.func.value, s)
+        ]
+        if storages:  # a storage object hashes by identity too
+            subject = ", ".join(ast.unparse(x) for x in storages)
+            self._add(node, IDENTITY_CACHE, subject, (IDENTITY_CACHE, *cache, subject))
+            return
         if not self._cache_container(container, s):
             return
-        parts = key.elts if isinstance(key, ast.Tuple) else [key]
         tensors = [p for p in parts if isinstance(p, ast.Name) and self._tensor_like(p, s)]
         if tensors:
             subject = ", ".join(p.id for p in tensors)
@@ -419,9 +477,34 @@ class _PythonScan:
             self._partition(node)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             self._constexpr(node, node.target.id, ast.unparse(node.annotation))
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                self._stash(node, target, scope)
+
+    def _stash(self, node: ast.AST, target: ast.expr, scope: _Scope) -> None:
+        """`x._out = out`: a result kept on the input tensor object is an identity cache."""
+        if (
+            isinstance(target, ast.Attribute)
+            and target.attr not in _TENSOR_ATTRS
+            and isinstance(target.value, ast.Name)
+            and scope.param(target.value.id) is not None  # an input, not what it builds
+            and self._tensor_like(target.value, scope)
+        ):
+            self._add(node, TENSOR_ATTR, ast.unparse(target))
 
     def _call(self, call: ast.Call, scope: _Scope) -> None:
         func = call.func
+        self._memoized_call(call, scope)
+        if (
+            _name(func) == "setattr"
+            and isinstance(func, ast.Name)
+            and len(call.args) == 3
+            and isinstance(call.args[0], ast.Name)
+            and scope.param(call.args[0].id) is not None
+            and self._tensor_like(call.args[0], scope)
+        ):
+            self._add(call, TENSOR_ATTR, ast.unparse(call.args[0]))
         if isinstance(func, ast.Attribute) and call.args:
             if func.attr in ("get", "setdefault", "pop", "add", "__contains__", "__getitem__"):
                 self._key_check(call, call.args[0], func.value, scope)
@@ -446,16 +529,29 @@ class _PythonScan:
                 for a, b in ((left, right), (right, left)):
                     stored = _name(b)
                     kept = stored and _CACHE_NAME.fullmatch(stored) and scope.persistent(b)
-                    if kept and self._tensor_like(a, scope):
+                    if kept and self._maybe_tensor(a, scope):
                         self._add(node, IDENTITY_TEST, f"{ast.unparse(a)} is {ast.unparse(b)}")
                         break
             left = right
 
     # memoization --------------------------------------------------------------------------
 
-    def _memoized(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+    def _memoized_call(self, call: ast.Call, scope: _Scope) -> None:
+        """`fwd = functools.lru_cache(maxsize=None)(_fwd)`, `fwd = functools.cache(_fwd)`."""
+        memo = call.func.func if isinstance(call.func, ast.Call) else call.func
+        if _name(memo) not in _MEMO_DECORATORS or not call.args:
+            return
+        wrapped = call.args[0]
+        target = self.functions.get(wrapped.id) if isinstance(wrapped, ast.Name) else None
+        if target is not None:
+            inner = _scope(target.body, self.module, target.args)
+            self._memoized(target, inner, at=call)
+
+    def _memoized(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope, at: ast.AST | None = None
+    ) -> None:
         names = {_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
-        if not names & _MEMO_DECORATORS:
+        if at is None and not names & _MEMO_DECORATORS:
             return
         tensors = [
             arg.arg
@@ -464,7 +560,7 @@ class _PythonScan:
             and self._tensor_like(ast.Name(arg.arg, ast.Load()), scope)
         ]
         if tensors:
-            self._add(node, MEMOIZED, ", ".join(tensors))
+            self._add(at or node, MEMOIZED, ", ".join(tensors))
 
     # grouped GEMM ---------------------------------------------------------------------------
 
@@ -543,6 +639,33 @@ def _key_parts(expr: ast.AST) -> Iterator[ast.AST]:
 
 def inner_body(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[ast.stmt]:
     return node.body if isinstance(node.body, list) else [ast.Expr(node.body)]
+
+
+def _getattr_name(func: ast.expr) -> tuple[ast.expr, str] | None:
+    """(object, attribute) of `getattr(object, "attribute")` used as a callee."""
+    if (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) >= 2
+        and isinstance(func.args[1], ast.Constant)
+        and isinstance(func.args[1].value, str)
+    ):
+        return func.args[0], func.args[1].value
+    return None
+
+
+def _alias(value: ast.expr) -> bool:
+    """A value that names another object (`x`, `self.w`, `x.t()`), not a library call that
+    builds a new one (`nn.Parameter(...)`, `torch.empty(...)`)."""
+    if isinstance(value, ast.Name | ast.Attribute | ast.Subscript):
+        return True
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        root = value.func.value
+        while isinstance(root, ast.Attribute | ast.Call | ast.Subscript):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        return not (isinstance(root, ast.Name) and root.id in _LIBRARIES)
+    return False
 
 
 def _storage_owner(node: ast.expr) -> ast.expr:

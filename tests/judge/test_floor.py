@@ -157,3 +157,13 @@ def test_percent_of_peak() -> None:
     assert pct_of_peak(2400.0, "Forward GB/s", None, floor) == pytest.approx(50.0)
     assert pct_of_peak(1.0, "out_snr", None, floor) is None
     assert pct_of_peak(1.0, "Forward TFLOPS", None, None) is None
+
+
+def test_an_infinite_rate_is_past_any_peak() -> None:
+    """A backward timed at zero: its TFLOPS column reads inf, and inf is no gain."""
+    row = "g,1,256,256,256,PASS,10,1,inf,0,0.0034,0.0,40,40,40"
+    table = parse_bench_csv((",".join(GEMM_COLUMNS) + "\n" + row + "\n").encode(), "Forward TFLOPS")
+    floor = resolve_floor("NVIDIA H200", Peaks())
+    assert floor is not None
+    (found,) = over_peak(table_rates(table, "Forward TFLOPS"), {"g": "bf16"}, floor)
+    assert found.column == "Backward TFLOPS" and found.value == float("inf")

@@ -17,6 +17,7 @@ from kgit.judge.rule11 import (
     MEMOIZED,
     NO_EMPTY_GROUP,
     STATIC_PARTITION,
+    TENSOR_ATTR,
     TENSOR_KEY,
     new_findings,
     scan_change,
@@ -187,6 +188,88 @@ CHEATS = {
         """,
         IDENTITY_TEST,
     ),
+    "hash over an unannotated input": (
+        """
+        _C = {}
+        class Op:
+            @staticmethod
+            def forward(ctx, a, b):
+                _C[hash(a)] = a @ b
+        """,
+        IDENTITY_CACHE,
+    ),
+    "the storage object as a key": (
+        """
+        _C = {}
+        def forward(x):
+            _C[(x.untyped_storage(), x.shape)] = x
+        """,
+        IDENTITY_CACHE,
+    ),
+    "a weak reference as a key": (
+        """
+        import weakref
+        _C = {}
+        def forward(x):
+            _C[weakref.ref(x)] = x
+        """,
+        IDENTITY_CACHE,
+    ),
+    "id fetched from builtins": (
+        """
+        import builtins
+        _C = {}
+        def forward(x):
+            _C[getattr(builtins, "id")(x)] = x
+        """,
+        IDENTITY_CACHE,
+    ),
+    "a weight-named attribute holding an activation": (
+        """
+        _C = {}
+        class Op:
+            def forward(self, x):
+                self.w_in = x
+                _C[id(self.w_in)] = x * 2
+        """,
+        IDENTITY_CACHE,
+    ),
+    "a result kept on the input": (
+        """
+        def forward(x):
+            if hasattr(x, "_out"):
+                return x._out
+            x._out = x * 2
+            return x._out
+        """,
+        TENSOR_ATTR,
+    ),
+    "setattr on the input": (
+        """
+        def forward(inp):
+            setattr(inp, "_saved", inp * 2)
+        """,
+        TENSOR_ATTR,
+    ),
+    "lru_cache applied as a call": (
+        """
+        import functools
+        import torch
+        def _forward(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+        forward = functools.lru_cache(maxsize=None)(_forward)
+        """,
+        MEMOIZED,
+    ),
+    "is-test on an unannotated input": (
+        """
+        class Op:
+            def forward(self, a):
+                if a is self._last_a:
+                    return self._last_out
+        """,
+        IDENTITY_TEST,
+    ),
     "constexpr tokens per group": (
         """
         @triton.jit
@@ -333,6 +416,23 @@ INNOCENT = {
             start = tl.load(offsets_ptr + g)
             end = tl.load(offsets_ptr + g + 1)
             m = end - start
+        """,
+    "a parameter built and cached by its module": """
+        import torch.nn as nn
+        _T = {}
+        class Linear(nn.Module):
+            def __init__(self, n):
+                self.weight = nn.Parameter(torch.empty(n, n))
+            def forward(self, x):
+                _T[id(self.weight)] = self.weight.t()
+        """,
+    "hash of a key and attributes of what a function builds": """
+        _C = {}
+        def lookup(key, x):
+            out = x * 2
+            out.kgit_tag = 1
+            x.grad = None
+            return _C.get(hash(key))
         """,
     "a pointer passed to a kernel": """
         def launch(x, y):
