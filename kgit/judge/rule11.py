@@ -12,8 +12,10 @@ A round's change is scanned for the shortcuts the seed forbids, and a hit rolls 
   kept as an attribute of an input tensor (`x._out = out`);
 - grouped GEMM shortcuts valid only for a uniform token distribution: a tokens-per-group
   `tl.constexpr` (`M_per_group: tl.constexpr`), an assertion that groups divide by the block
-  (`assert M_per_group % BLOCK_M == 0`), a static partition (`M // num_experts`, `[m] * G`,
-  `g * M_per_group`), an assertion that no group is empty.
+  (`assert M_per_group % BLOCK_M == 0`), a static partition (`tokens_per_expert = M //
+  num_experts`, `torch.full((G,), M // G)`, `[m_per_group] * G`, `g * M_per_group`; an equal
+  share named otherwise, `avg_m = M // G` for a tile heuristic, passes), an assertion that no
+  group is empty.
 Weight caches pass: a key on a weight or a parameter (`id(weight)`, `self.weight.data_ptr()`,
 `id(w)`, a module) is the bounded cache the seed allows.
 
@@ -216,6 +218,19 @@ def _fresh(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and _name(value.func) in _CONTAINERS
 
 
+def _module_functions(
+    tree: ast.Module,
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]]:
+    """The module's functions by name: `def f(...)` and `f = lambda ...`."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node.name, node
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.value
+
+
 def _self_attributes(tree: ast.Module) -> dict[str, list[ast.expr]]:
     """What each `self.<attr>` is assigned anywhere in the module."""
     found: dict[str, list[ast.expr]] = {}
@@ -331,19 +346,23 @@ class _PythonScan:
         """Functions that return a key built on the identity of (some of) their parameters:
         `def _key(t): return (id(t), t._version)` makes `cache[_key(x)]` keyed on x."""
         found: dict[str, list[int]] = {}
-        for node in tree.body:
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            scope = _scope(node.body, self.module, node.args)
+        for name, node in _module_functions(tree):
+            scope = _scope(inner_body(node), self.module, node.args)
             names = [a.arg for a in node.args.args]
-            keyed = set()
-            for ret in _own_nodes(node.body):
-                if isinstance(ret, ast.Return) and ret.value is not None:
-                    for subject in self._subjects(ret.value, scope, set(), {}):
-                        if isinstance(subject, ast.Name) and subject.id in names:
-                            keyed.add(names.index(subject.id))
+            returned = (
+                [node.body]
+                if isinstance(node, ast.Lambda)
+                else [r.value for r in _own_nodes(node.body) if isinstance(r, ast.Return)]
+            )
+            keyed = {
+                names.index(subject.id)
+                for value in returned
+                if value is not None
+                for subject in self._subjects(value, scope, set(), {})
+                if isinstance(subject, ast.Name) and subject.id in names
+            }
             if keyed:
-                found[node.name] = sorted(keyed)
+                found[name] = sorted(keyed)
         return found
 
     def _subjects(
@@ -405,11 +424,18 @@ class _PythonScan:
             return all(self._weight(v, scope, depth + 1) for v in aliases)
         return bool(_WEIGHT.fullmatch(name) or _NOT_TENSOR.fullmatch(name))
 
-    def _maybe_tensor(self, node: ast.expr, scope: _Scope) -> bool:
-        """Tensor-named, or a parameter nothing says is not a tensor (for hash() and `is`)."""
+    def _maybe_tensor(self, node: ast.expr, scope: _Scope, depth: int = 0) -> bool:
+        """Tensor-named, or a parameter nothing says is not a tensor (for hash() and `is`);
+        a local alias is followed (`t = a.contiguous()`)."""
         if self._tensor_like(node, scope):
             return True
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value  # a method's result is about its object: a.contiguous()
         name = _name(node)
+        values = scope.values(name) if isinstance(node, ast.Name) and name else None
+        aliases = [v for v in values or [] if _alias(v)]
+        if aliases and depth < 4:
+            return any(self._maybe_tensor(v, scope, depth + 1) for v in aliases)
         arg = scope.param(name) if isinstance(node, ast.Name) and name else None
         return (
             arg is not None
@@ -478,6 +504,7 @@ class _PythonScan:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             self._constexpr(node, node.target.id, ast.unparse(node.annotation))
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            self._per_group_split(node)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 self._stash(node, target, scope)
@@ -517,8 +544,11 @@ class _PythonScan:
         if isinstance(func, ast.Name) and func.id in _ASSERTS and call.args:
             self._assertion(call, call.args[0])
         name = _name(func) if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name in ("cdiv", "ceil_div") and len(call.args) == 2:
-            self._divided(call, call.args[0], call.args[1])
+        if name in _PARTITION_CALLS:  # torch.full((G,), M // G), x.split(T // E)
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if _equal_split(arg):
+                    self._add(call, STATIC_PARTITION, ast.unparse(call))
+                    return
 
     def _compare(self, node: ast.Compare, scope: _Scope) -> None:
         left = node.left
@@ -593,10 +623,18 @@ class _PythonScan:
                         self._add(node, NO_EMPTY_GROUP, ast.unparse(part.left))
                         return
 
+    def _per_group_split(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
+        """`tokens_per_expert = M // num_experts`: an equal share named as each group's rows.
+        The same division named otherwise (`avg_m = M // G` for a tile heuristic) passes."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if node.value is not None and any(_PER_GROUP.fullmatch(n) for n in names):
+            split = _equal_split(node.value)
+            if split is not None:
+                self._add(node, STATIC_PARTITION, ast.unparse(split))
+
     def _partition(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.FloorDiv):
-            self._divided(node, node.left, node.right)
-        elif isinstance(node.op, ast.Mult):
+        if isinstance(node.op, ast.Mult):
             for a, b in ((node.left, node.right), (node.right, node.left)):
                 if isinstance(a, ast.List) and len(a.elts) == 1:
                     item, count = _name(a.elts[0]), _name(b)
@@ -611,10 +649,25 @@ class _PythonScan:
                     self._add(node, STATIC_PARTITION, ast.unparse(node))
                     return
 
-    def _divided(self, node: ast.expr, total: ast.expr, groups: ast.expr) -> None:
+
+_PARTITION_CALLS = {"full", "split", "tensor_split", "arange", "repeat_interleave"}
+
+
+def _equal_split(expr: ast.AST) -> ast.expr | None:
+    """`M // num_experts` or `cdiv(tokens, G)` in EXPR: the tokens cut in equal shares."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+            total, groups = node.left, node.right
+        elif isinstance(node, ast.Call) and _name(node.func) in ("cdiv", "ceil_div"):
+            if len(node.args) != 2:
+                continue
+            total, groups = node.args
+        else:
+            continue
         name = _name(groups) if isinstance(groups, ast.Name | ast.Attribute) else None
         if name and _GROUPS.fullmatch(name) and _TOTAL.fullmatch(ast.unparse(total)):
-            self._add(node, STATIC_PARTITION, ast.unparse(node))
+            return node
+    return None
 
 
 def _key_parts(expr: ast.AST) -> Iterator[ast.AST]:
@@ -695,16 +748,27 @@ _LINE_ASSERT = re.compile(
 )
 
 
+def _line_key(line: str) -> str | None:
+    """The non-weight object a line keys a lookup on, if any."""
+    for match in _LINE_KEY.finditer(line):
+        subject = next(g for g in match.groups() if g)
+        last = re.split(r"\.|->", subject)[-1]
+        if not (_WEIGHT.fullmatch(last) or _NOT_TENSOR.fullmatch(last)):
+            return subject
+    return None
+
+
 def _scan_lines(path: str, text: str) -> list[Finding]:
     found = []
-    for number, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
         stripped = line.strip()
-        for match in _LINE_KEY.finditer(line):
-            subject = next(g for g in match.groups() if g)
-            last = re.split(r"\.|->", subject)[-1]
-            if not (_WEIGHT.fullmatch(last) or _NOT_TENSOR.fullmatch(last)):
-                found.append(Finding(path, number, IDENTITY_CACHE, stripped, subject))
-                break
+        subject = _line_key(line)
+        following = lines[number] if number < len(lines) else ""
+        if subject is None and following and _line_key(following) is None:
+            subject = _line_key(f"{line.rstrip()} {following.strip()}")  # a call split in two
+        if subject is not None:
+            found.append(Finding(path, number, IDENTITY_CACHE, stripped, subject))
         constexpr = _LINE_CONSTEXPR.search(line)
         if constexpr:
             name = constexpr["name"] or constexpr["cname"]

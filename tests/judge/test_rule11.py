@@ -198,6 +198,24 @@ CHEATS = {
         """,
         IDENTITY_CACHE,
     ),
+    "hash of a local alias of an input": (
+        """
+        _C = {}
+        def forward(a):
+            t = a.contiguous()
+            _C[hash(t)] = t
+        """,
+        IDENTITY_CACHE,
+    ),
+    "a key lambda": (
+        """
+        _C = {}
+        key = lambda t: (id(t), t.shape)
+        def forward(x):
+            _C[key(x)] = x
+        """,
+        IDENTITY_CACHE,
+    ),
     "the storage object as a key": (
         """
         _C = {}
@@ -296,6 +314,15 @@ CHEATS = {
         """
         def grouped(x, num_experts):
             tokens_per_expert = x.shape[0] // num_experts
+        """,
+        STATIC_PARTITION,
+    ),
+    "equal groups handed to the kernel": (
+        """
+        import torch
+        def grouped(x, num_experts):
+            sizes = torch.full((num_experts,), x.shape[0] // num_experts)
+            return sizes
         """,
         STATIC_PARTITION,
     ),
@@ -434,6 +461,13 @@ INNOCENT = {
             x.grad = None
             return _C.get(hash(key))
         """,
+    "an average share for a tile heuristic": """
+        def pick_tiles(x, group_offs):
+            G = group_offs.shape[0] - 1
+            avg_m = max(x.shape[0] // max(G, 1), 256)
+            avg_tokens = x.shape[0] // G
+            return 128 if min(avg_m, avg_tokens) < 512 else 256
+        """,
     "a pointer passed to a kernel": """
         def launch(x, y):
             kernel[(1,)](x.data_ptr(), y.data_ptr())
@@ -486,12 +520,15 @@ def test_other_files_are_read_line_by_line() -> None:
         auto w = cache.find(weight.data_ptr<float>());
         template <int BLOCK_M> void k() { constexpr int M_per_group = 128; }
         static_assert(M_per_group % BLOCK_M == 0);
+        auto hit = cache.find(
+            grad_out.data_ptr());
         """
     )
     assert found(cpp, "kernel.cu") == [
         (3, IDENTITY_CACHE),
         (5, CONSTEXPR_GROUP),
         (6, DIVISIBLE_GROUP),
+        (7, IDENTITY_CACHE),  # a call split over two lines
     ]
     # Python that does not parse falls back to lines.
     assert found("_cache[id(x)] = out\ndef (:\n", "broken.py") == [(1, IDENTITY_CACHE)]
