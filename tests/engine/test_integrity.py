@@ -252,3 +252,24 @@ def test_accept_rechecks_rule_11_on_the_commit(
     refused = run_kgit("round", "accept")
     assert refused.code == 1, refused
     assert "adds 1 shortcut(s) rule 11 forbids" in refused.err and "ops.py:18" in refused.err
+
+
+def test_the_floor_holds_for_interleaved_workers(kernel_repo: Path) -> None:
+    """Under decision_policy: interleaved with measuring workers the blocks' rates are held to
+    the peak too (the candidate's first pass and every quad)."""
+    from tests.engine.test_workers import KERNEL, POLICY
+
+    repo = kernel_repo
+    (repo / "kernel.txt").write_text(KERNEL.format(speed=100, extra=""))
+    git(repo, "commit", "-qam", "worker kernel")
+    manifest = repo / "manifest.yaml"
+    manifest.write_text(manifest.read_text() + POLICY + PEAKS)
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    assert run_kgit("-q", "baseline").code == 0
+    assert run_kgit("round", "start", "skip the K loop").code == 0
+    (repo / "kernel.txt").write_text(KERNEL.format(speed=1000, extra=""))
+    assert commit(repo, "skip").returncode == 0
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    assert isinstance(data, dict)
+    assert data["mode"] == "worker" and data["cause"] == "impossible", data
+    assert data["decision"] == "ROLLED BACK"
