@@ -143,16 +143,55 @@ class Campaign:
         kgit(self.root, "-c", self.name, "round", "start", hypothesis)
         self.write_kernel(planted, comment)
         sh("git", "commit", "-qam", hypothesis, cwd=self.root)
-        start = time.monotonic()
-        result = kgit(self.root, "-c", self.name, "-q", "round", "validate", "--json", check=False)
-        seconds = time.monotonic() - start
+        result, seconds, phases = timed_validate(self.root, self.name)
         kgit(self.root, "-c", self.name, "round", "rollback", "--reason", "check", check=False)
         if result.returncode != 0:
             return {"error": (result.stdout + result.stderr)[-2000:], "seconds": seconds}
         data = json.loads(result.stdout)
         shown = kgit(self.root, "-c", self.name, "show", str(data["round"]), "--json")
         note = json.loads(shown.stdout)["note"]
-        return {"verdict": data, "statistics": note.get("statistics", {}), "seconds": seconds}
+        return {
+            "verdict": data,
+            "statistics": note.get("statistics", {}),
+            "seconds": seconds,
+            "phases": phases,
+        }
+
+
+# Progress lines of `kgit round validate` that end a phase, and the phase they end.
+PHASES = (
+    ("gate", re.compile(r"^kgit: gate: ")),
+    ("B ready", re.compile(r"^kgit: harness B: worker ready")),
+    ("A ready", re.compile(r"^kgit: harness A: worker ready")),
+    ("quads", re.compile(r"^kgit: pair \d+ ")),
+)
+
+
+def timed_validate(
+    repo: Path, name: str
+) -> tuple[subprocess.CompletedProcess[str], float, dict[str, float]]:
+    """`kgit round validate --json` with its progress read as it comes: the seconds from the
+    start at which each phase's last progress line appeared (process start included)."""
+    argv = [sys.executable, "-m", "kgit", "-c", name, "round", "validate", "--json"]
+    start = time.monotonic()
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(
+            argv, cwd=repo, env=clean_env(), text=True, stdout=out, stderr=subprocess.PIPE
+        )
+        assert proc.stderr is not None
+        phases: dict[str, float] = {}
+        err = []
+        for line in proc.stderr:
+            err.append(line)
+            for phase, pattern in PHASES:
+                if pattern.match(line):
+                    phases[phase] = round(time.monotonic() - start, 2)
+        proc.wait()
+        seconds = time.monotonic() - start
+        out.seek(0)
+        result = subprocess.CompletedProcess(argv, proc.returncode, out.read(), "".join(err))
+    phases["end"] = round(seconds, 2)
+    return result, seconds, phases
 
 
 def shape_key(shape: dict[str, Any], op: str) -> str:
@@ -270,7 +309,11 @@ def main() -> int:
     for j in range(args.seed):
         seed_results.append(camp.round(f"seed aa {j}", {}, f"seed aa {j}"))
         decision = seed_results[-1].get("verdict", {}).get("decision")
-        print(f"[seed {j}] {decision} {seed_results[-1]['seconds']:.1f} s", flush=True)
+        print(
+            f"[seed {j}] {decision} {seed_results[-1]['seconds']:.1f} s "
+            f"{seed_results[-1].get('phases', {})}",
+            flush=True,
+        )
     keys = {s["label"]: shape_key(s, args.kernel) for s in shapes}
     planted = {
         keys[label]: int(times[label] * args.pct / 100 * CYCLES_PER_MS) for label in representative
@@ -309,7 +352,7 @@ def main() -> int:
                 f"[{i}] {kind}: {v.get('decision', 'ERROR')} "
                 f"{result['statistics'].get('aggregate', {}).get('call', '') if 'statistics' in result else ''} "
                 f"calls {calls(result)} pairs {result.get('statistics', {}).get('pairs')} "
-                f"{result['seconds']:.1f} s"
+                f"{result['seconds']:.1f} s {result.get('phases', {})}"
                 + (f"\n{result['error']}" if "error" in result else ""),
                 flush=True,
             )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kgit import __version__
+from kgit import __version__, progress
 from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
 
 if TYPE_CHECKING:
@@ -48,10 +48,16 @@ class Ctx:
 
     def say(self, message: str) -> None:
         if not self.quiet:
-            click.echo(f"kgit: {message}", err=True)
+            progress.say(message)
+
+    def long_step(self) -> None:
+        """This command runs harnesses or tests for a while: on a terminal, a live line shows
+        the step in progress and its elapsed time (kgit/progress.py)."""
+        progress.start(self.quiet)
 
 
 def emit(data: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+    progress.stop()  # the result, not a live line, ends the command's output
     if as_json:
         click.echo(json.dumps(data, indent=2, default=_jsonable))
     else:
@@ -251,6 +257,7 @@ def baseline(obj: Ctx, as_json: bool) -> None:
     """
     from kgit.engine.setup import baseline as run_baseline
 
+    obj.long_step()
     result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet)
     emit(
         result,
@@ -298,6 +305,7 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
     """Gate, measure and judge the round's last commit; store the verdict in its notes."""
     from kgit.engine.rounds import validate_round
 
+    obj.long_step()
     result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
     emit(result, as_json, _render_verdict)
 
@@ -326,6 +334,7 @@ def round_accept(obj: Ctx, as_json: bool) -> None:
     """Fast-forward the best line to the round's commit (only on an accepting verdict)."""
     from kgit.engine.rounds import accept_round
 
+    obj.long_step()
     result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet)
     emit(
         result,
@@ -335,7 +344,11 @@ def round_accept(obj: Ctx, as_json: bool) -> None:
 
 
 @round.command("rollback")
-@click.option("--reason", help="Why it failed (root cause, lesson); kept in the round's note.")
+@click.option(
+    "--reason",
+    help="Why it failed (root cause; lesson): required, as in the seed; kept in the round's "
+    "note and the report. Completing an interrupted rollback keeps the reason it had.",
+)
 @json_option
 @click.pass_obj
 def round_rollback(obj: Ctx, reason: str | None, as_json: bool) -> None:
@@ -495,10 +508,12 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     def confirm(paths: list[str]) -> bool:
         if as_json or not sys.stdin.isatty():
             return False
+        progress.stop()  # a question, not a live line, holds the terminal's last line now
         listed = "".join(f"\n  {path}" for path in paths)
         question = f"the best line also changes files outside kernel_source:{listed}\nkeep them?"
         return click.confirm(question, default=False, err=True)
 
+    obj.long_step()
     result = finish_campaign(
         obj.campaign(),
         obj.say,
@@ -661,6 +676,13 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _interrupt)
+    try:
+        return _run(args, as_json)
+    finally:
+        progress.stop()
+
+
+def _run(args: list[str], as_json: bool) -> int:
     try:
         cli.main(args=args, prog_name="kgit", standalone_mode=False)
     except KgitError as error:

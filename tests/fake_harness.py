@@ -10,7 +10,9 @@ in the file PATH) speed A, B, ... in turn.
 Started by kgit with KGIT_WORKER=1, a kernel with the flag `worker` speaks the measuring worker
 protocol (kgit/records/protocol.py, written out here: a harness need not import kgit);
 `worker_crash_at: N` exits in the middle of the N-th block request, `worker_hang_at: N` never
-answers it, `print_ready: LINE` says it is ready with LINE; `tamper_reference` (a hostile kernel)
+answers it, `print_ready: LINE` says it is ready with LINE; `hold` makes it honour
+KGIT_WORKER_HOLD (say it is held, wait for `start`) and log when it was held and when its first
+pass ran to `events.log` beside its work tree (`pass_sleep: S` lengthens that pass); `tamper_reference` (a hostile kernel)
 rewrites the sibling reference work tree's kernel.txt from the candidate's.
 """
 
@@ -85,6 +87,11 @@ def write_csv(path: str, shapes: list[dict], settings: dict[str, str], flags: se
     return failing
 
 
+def log_event(event: str) -> None:
+    with open(Path.cwd().parent / "events.log", "a") as log:
+        log.write(f"{time.time():.6f} {Path.cwd().name} {event}\n")
+
+
 def serve(settings: dict[str, str], flags: set[str], code: int) -> None:
     """The measuring worker protocol, by hand."""
     ready = "kgit-worker-ready: " + json.dumps({"protocol": 1, "exit": code})
@@ -119,8 +126,20 @@ def main() -> int:
     if "flood" in flags:
         for _ in range(50_000):
             sys.stdout.write("x" * 1000 + "\n")
+    held = os.environ.get("KGIT_WORKER_HOLD") == "1" and {"worker", "hold"} <= flags
+    if held:
+        log_event("held")
+        print("\nkgit-worker-held: " + json.dumps({"protocol": 1}), flush=True)
+        line = sys.stdin.readline()
+        if not line.strip() or json.loads(line).get("cmd") != "start":
+            return 0
+    if "hold" in flags:
+        log_event("pass-start")
+    time.sleep(float(settings.get("pass_sleep", 0)))
     shapes = json.loads(Path(args.shapes).read_text())
     failing = write_csv(args.summary_csv, shapes, settings, flags)
+    if "hold" in flags:
+        log_event("pass-end")
     if "torch" in settings or "gpu" in settings:  # the environment, as kgit.measure reports it
         info = {"gpu": settings.get("gpu", "FakeGPU")}
         info.update({"torch": settings["torch"]} if "torch" in settings else {})

@@ -34,7 +34,7 @@ from kgit.engine.integrity import (
 from kgit.engine.measure import HarnessError, Measurement, require_clean
 from kgit.engine.runner import run_command
 from kgit.engine.store import Campaign, now
-from kgit.engine.validation import Target, validate
+from kgit.engine.validation import Target, ran_workers, validate
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.judge.floor import pct_of_peak
@@ -204,7 +204,10 @@ def _full_validation(
     labels = [label for label in campaign.manifest.shape_labels if label in baseline]
     say(f"full validation on all {len(labels)} active target shapes against the baseline")
     repo = campaign.repo
-    target = Target(best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline")
+    workers = ran_workers(rounds[0][1] if rounds else None)
+    target = Target(
+        best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", workers
+    )
     try:
         outcome = validate(campaign, target, None, say, echo=echo)
     except HarnessError as exc:

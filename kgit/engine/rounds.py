@@ -24,7 +24,14 @@ from kgit.engine.recovery import (
 from kgit.engine.runner import run_command
 from kgit.engine.setup import environment
 from kgit.engine.store import Campaign, now
-from kgit.engine.validation import Outcome, Target, rejudge, statistics_dict, validate
+from kgit.engine.validation import (
+    Outcome,
+    Target,
+    ran_workers,
+    rejudge,
+    statistics_dict,
+    validate,
+)
 from kgit.errors import KgitError, UsageError
 from kgit.judge.floor import merge_rates
 from kgit.judge.scope import outside_kernel_source
@@ -270,7 +277,8 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         note.findings = [f.to_dict() for f in findings]
         return _record(campaign, tip, note, [], say)
-    target = Target(tip, tree, best_tip, best, labels, "best")
+    workers = ran_workers(rounds[0][1] if rounds else None)
+    target = Target(tip, tree, best_tip, best, labels, "best", workers)
     try:
         outcome = validate(campaign, target, prior, say, echo=echo)
     except HarnessError as exc:
@@ -393,6 +401,11 @@ def _record(
 
 def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     open_round, tip = _on_round_branch(campaign, "accept")
+    if tip == open_round.parent:
+        raise KgitError(
+            f"round-{open_round.number} has no commit yet: nothing to accept",
+            hint="change the kernel, git commit (the hook gates it), then kgit round validate",
+        )
     note = campaign.read_round(tip)
     if note is None or note.round != open_round.number:
         raise KgitError(
@@ -550,6 +563,22 @@ def _record_accept(current: Campaign, open_round: OpenRound, tip: str, note: Rou
     return note.status
 
 
+def _require_reason(
+    campaign: Campaign, open_round: OpenRound, tip: str, reason: str | None
+) -> None:
+    """The seed's rollback always says why; completing an interrupted one keeps its reason."""
+    if reason and reason.strip():
+        return
+    note = campaign.read_round(tip) if tip != open_round.parent else None
+    if note is not None and note.round == open_round.number and note.status == ROLLED_BACK:
+        return
+    raise KgitError(
+        f"a rollback of round-{open_round.number} says why",
+        hint='kgit round rollback --reason "ROOT CAUSE; LESSON" (kept in the round\'s note '
+        "and the report)",
+    )
+
+
 def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str, Any]:
     open_round = _open_round(campaign)
     repo = campaign.repo
@@ -558,6 +587,7 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
     tip = repo.rev_parse(branch) or open_round.parent
     if interrupted_close(open_round, tip, campaign.best_tip(), None) == ACCEPT:
         _undo_interrupted_accept(campaign, open_round, tip, say)
+    _require_reason(campaign, open_round, tip, reason)
     with repo.write_lock():
         current = campaign.reload()
         _require_still_open(current, open_round, tip if tip != open_round.parent else None)

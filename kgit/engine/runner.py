@@ -13,7 +13,6 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from kgit import progress
 from kgit.gitdoor import clean_env
 
 TAIL_BYTES = 16_384
@@ -47,8 +47,7 @@ def _pump(stream: IO[bytes], tail: deque[bytes], echo: bool) -> None:
         while sum(map(len, tail)) > TAIL_BYTES and len(tail) > 1:
             tail.popleft()
         if echo:
-            sys.stderr.buffer.write(chunk)
-            sys.stderr.flush()
+            progress.echo(chunk)
 
 
 def run_command(

@@ -26,7 +26,7 @@ from typing import Any
 
 from kgit.engine.measure import HarnessError, Measurement, Say, check_fingerprint, measure
 from kgit.engine.store import Campaign
-from kgit.engine.workers import Side, start_side
+from kgit.engine.workers import Launch, Side, launch_side, start_side
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
 from kgit.judge.scoring import Score, geomean
@@ -40,7 +40,7 @@ from kgit.judge.verdict import (
     seed_verdict,
 )
 from kgit.records.evidence import Evidence
-from kgit.records.notes import ROLLED_BACK
+from kgit.records.notes import ROLLED_BACK, RoundNote
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,9 @@ class Target:
     reference_values: dict[str, float]
     labels: list[str]
     versus: str  # how the reasons name the reference: "best" or "baseline"
+    # The baseline's calibration ran measuring workers (the harness is frozen since): the
+    # reference side may start, held, beside the candidate's first pass.
+    workers: bool = False
 
 
 @dataclass
@@ -89,6 +92,11 @@ def validate(
     if policy == "interleaved":
         return _interleaved(campaign, target, path, prior, say, echo=echo)
     return _seed(campaign, target, path, prior, say, echo=echo)
+
+
+def ran_workers(baseline: RoundNote | None) -> bool:
+    """Whether the baseline's A/A calibration ran measuring workers (Target.workers)."""
+    return baseline is not None and baseline.statistics.get("mode") == "worker"
 
 
 def _evidence(target: Target, policy: str, mode: str, prior: Evidence | None) -> Evidence:
@@ -172,15 +180,30 @@ def _interleaved(
     shapes = campaign.manifest.shapes_for(target.labels)
     frozen = tuple(campaign.state.frozen_header or ())
     reference_tree = measuring_tree(campaign, target.reference, "reference", say, echo=echo)
+    require_pristine(reference_tree, "reference")
+    block_ms = campaign.manifest.interleaved.block_ms
     sides: list[Side] = []
     start = time.monotonic()
     evidence: Evidence | None = None
+    held: Launch | None = None
     try:
+        if target.workers:
+            # The reference's process starts now and waits, imported, for the candidate's first
+            # pass to end: its start-up overlaps that pass, and the two never time at once.
+            held = launch_side(
+                campaign,
+                "A",
+                reference_tree,
+                shapes,
+                frozen,
+                echo=echo,
+                first_block_ms=block_ms,
+                hold=True,
+            )
         # Both sides' first passes in blocks (a worker; a plain harness ignores it): the two
         # processes then set up alike. On an H200, a candidate whose first pass was a plain one
         # (pools of up to 30% of the GPU's memory, kept by the caching allocator) read 2% slower
         # than an identical reference at 32768x8192 RMSNorm, in every validation.
-        block_ms = campaign.manifest.interleaved.block_ms
         b = start_side(
             campaign,
             "B",
@@ -206,16 +229,20 @@ def _interleaved(
             )
             return outcome
         require_pristine(reference_tree, "reference")
-        a = start_side(
-            campaign,
-            "A",
-            reference_tree,
-            shapes,
-            frozen,
-            say,
-            echo=echo,
-            first_block_ms=block_ms,
-        )
+        if held is not None:
+            launch, held = held, None
+            a = launch.start(say)
+        else:
+            a = start_side(
+                campaign,
+                "A",
+                reference_tree,
+                shapes,
+                frozen,
+                say,
+                echo=echo,
+                first_block_ms=block_ms,
+            )
         sides.append(a)
         outcome.reference_passes.append(a.first)
         _require_reference_passes(a.first)
@@ -228,6 +255,8 @@ def _interleaved(
         require_pristine(reference_tree, "reference")
         require_pristine(path, "candidate")
     finally:
+        if held is not None:
+            held.kill()
         for side in sides:
             side.close()
         if evidence is not None:
@@ -312,9 +341,10 @@ def _sample(
         evidence.pairs.append({"a": pair["A"], "b": pair["B"]})
         new += 1
         change = (geomean(pair["B"].values()) / geomean(pair["A"].values()) - 1) * 100
+        limit = pairs_wanted if pairs_wanted is not None else most
         say(
-            f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}): "
-            f"B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
+            f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}; "
+            f"{new} of at most {limit} now): B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
         )
         # A validation adds two pairs at least, pooled or not; then it stops once settled.
         if pairs_wanted is None and len(evidence.pairs) >= fewest and new >= 2:

@@ -16,7 +16,6 @@ import queue
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -25,10 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from kgit import progress
 from kgit.engine.measure import HarnessError, Measurement, Say, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
 from kgit.engine.store import Campaign
-from kgit.records.protocol import FIRST_BLOCK_ENV, WORKER_ENV, block_request, parse_marker
+from kgit.records.protocol import (
+    FIRST_BLOCK_ENV,
+    HOLD_ENV,
+    WORKER_ENV,
+    block_request,
+    parse_marker,
+)
 
 # How long a block request may take before the worker is taken for hung: a block times tens of
 # milliseconds; the first block of a shape also prepares its inputs and graph.
@@ -73,8 +79,7 @@ class _Process:
             while held > TAIL_BYTES and len(self.tail) > 1:
                 held -= len(self.tail.popleft())
             if echo:
-                sys.stderr.buffer.write(line)
-                sys.stderr.flush()
+                progress.echo(line)
         self.markers.put(("eof", {}))
 
     def text(self) -> str:
@@ -83,6 +88,13 @@ class _Process:
     def wait_marker(self, kind: str, timeout_s: float) -> dict[str, Any] | None:
         """The next KIND marker's payload; None when the process closed its output first.
         Raises TimeoutError when neither comes within TIMEOUT_S."""
+        got = self.wait_any((kind,), timeout_s)
+        return None if got is None else got[1]
+
+    def wait_any(
+        self, kinds: tuple[str, ...], timeout_s: float
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The next marker of one of KINDS, as (kind, payload); None at the end of the output."""
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -93,9 +105,10 @@ class _Process:
             except queue.Empty:
                 raise TimeoutError from None
             if got == "eof":
+                self.markers.put((got, payload))  # the end stays the end for a later wait
                 return None
-            if got == kind:
-                return payload
+            if got in kinds:
+                return got, payload
 
     def send(self, request: dict[str, Any]) -> bool:
         assert self.proc.stdin is not None
@@ -221,53 +234,115 @@ def start_side(
     """Start the harness in TREE on SHAPES: its first pass, and a worker when it speaks the
     protocol. The caller closes the side (`try/finally`). FIRST_BLOCK_MS asks a worker for a
     first pass of blocks (the reference side: its plain timings would not be used)."""
-    manifest = campaign.manifest
+    return launch_side(
+        campaign, name, tree, shapes, frozen, echo=echo, first_block_ms=first_block_ms
+    ).start(say)
+
+
+@dataclass
+class Launch:
+    """A harness process started and, when HELD, waiting for `start` before its first pass
+    (kgit/records/protocol.py): its process start and imports overlap the other side's work.
+    `start` runs the first pass and returns the side; `kill` gives it up."""
+
+    campaign: Campaign
+    name: str
+    tree: Path
+    shapes: list[dict[str, Any]]
+    frozen: tuple[str, ...] | None
+    process: _Process
+    scratch: Path
+    held: bool
+
+    def start(self, say: Say) -> Side:
+        campaign, name, process = self.campaign, self.name, self.process
+        timeout_s = campaign.manifest.timeout_s
+        say(f"harness {name}: first pass on {len(self.shapes)} shape(s), as a measuring worker")
+        # A held process's time so far was its start-up, beside the other side's first pass.
+        started = time.monotonic() if self.held else process.started
+        try:
+            try:
+                ready = self._ready(timeout_s)
+            except TimeoutError:
+                process.kill()
+                returncode = None
+            else:
+                if ready is None:
+                    process.proc.wait()
+                    returncode = process.proc.returncode
+                else:
+                    returncode = _exit_code(ready)
+                    if returncode is None:
+                        process.kill()
+                        raise HarnessError(
+                            f"validation ERROR: the {name} harness said it was ready with "
+                            f"{ready!r}",
+                            hint='a ready line carries {"protocol": 1, "exit": 0 or 1} '
+                            "(kgit/records/protocol.py)",
+                            details=process.text()[-4000:],
+                        )
+            seconds = time.monotonic() - started
+            csv_path = self.scratch / "first.csv"
+            csv = csv_path.read_bytes() if csv_path.is_file() else None
+            run = classify_harness(
+                CommandResult(returncode, seconds, process.text()), csv, timeout_s
+            )
+            first = read_run(campaign, run, [s["label"] for s in self.shapes], self.frozen)
+        except BaseException:
+            self.kill()
+            raise
+        if returncode is not None and ready is not None:
+            say(f"harness {name}: worker ready after {seconds:.1f} s")
+            return WorkerSide(campaign, name, self.tree, first, self.frozen, process, self.scratch)
+        say(f"harness {name}: no worker mode: pass by pass ({seconds:.1f} s a pass)")
+        self.kill()
+        return Side(campaign, name, self.tree, first, self.frozen)
+
+    def _ready(self, timeout_s: float) -> dict[str, Any] | None:
+        # A held worker says so first and waits for `start`. One that does not know the hold
+        # has run its pass already (beside the other side's) and says it is ready: no `start`
+        # then, which it would take for an unknown request and exit.
+        kinds = ("held", "ready") if self.held else ("ready",)
+        got = self.process.wait_any(kinds, timeout_s)
+        if got is not None and got[0] == "held":
+            self.process.send({"cmd": "start"})  # an exit right after is read below
+            got = self.process.wait_any(("ready",), timeout_s)
+        return None if got is None else got[1]
+
+    def kill(self) -> None:
+        self.process.kill()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def launch_side(
+    campaign: Campaign,
+    name: str,
+    tree: Path,
+    shapes: list[dict[str, Any]],
+    frozen: tuple[str, ...] | None,
+    *,
+    echo: bool,
+    first_block_ms: float | None = None,
+    hold: bool = False,
+) -> Launch:
+    """Start the harness process of side NAME; with HOLD it imports and waits (a worker) until
+    `Launch.start`. A harness that does not know the hold runs its pass at once: hold only a
+    harness known to be a worker."""
     scratch = Path(tempfile.mkdtemp(prefix="kgit-worker-"))
     csv_path, shapes_path = scratch / "first.csv", scratch / "shapes.json"
     shapes_path.write_text(json.dumps(shapes, indent=1))
-    command = harness_command(manifest.quick_command, csv_path, shapes_path)
-    say(f"harness {name}: first pass on {len(shapes)} shape(s), starting a measuring worker")
+    command = harness_command(campaign.manifest.quick_command, csv_path, shapes_path)
     env = {**harness_env(tree), WORKER_ENV: "1"}
     if first_block_ms is not None:
         env[FIRST_BLOCK_ENV] = f"{first_block_ms:g}"
-    process = _Process(command, tree, env, echo)
+    if hold:
+        env[HOLD_ENV] = "1"
     try:
-        try:
-            ready = process.wait_marker("ready", manifest.timeout_s)
-        except TimeoutError:
-            process.kill()
-            returncode = None
-        else:
-            if ready is None:
-                process.proc.wait()
-                returncode = process.proc.returncode
-            else:
-                returncode = _exit_code(ready)
-                if returncode is None:
-                    process.kill()
-                    raise HarnessError(
-                        f"validation ERROR: the {name} harness said it was ready with {ready!r}",
-                        hint='a ready line carries {"protocol": 1, "exit": 0 or 1} '
-                        "(kgit/records/protocol.py)",
-                        details=process.text()[-4000:],
-                    )
-        seconds = time.monotonic() - process.started
-        csv = csv_path.read_bytes() if csv_path.is_file() else None
-        run = classify_harness(
-            CommandResult(returncode, seconds, process.text()), csv, manifest.timeout_s
-        )
-        first = read_run(campaign, run, [s["label"] for s in shapes], frozen)
+        process = _Process(command, tree, env, echo)
     except BaseException:
-        process.kill()
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    if returncode is not None and ready is not None:
-        say(f"harness {name}: worker ready after {seconds:.1f} s")
-        return WorkerSide(campaign, name, tree, first, frozen, process, scratch)
-    say(f"harness {name}: no worker mode: pass by pass ({seconds:.1f} s a pass)")
-    process.kill()
-    shutil.rmtree(scratch, ignore_errors=True)
-    return Side(campaign, name, tree, first, frozen)
+    return Launch(campaign, name, tree, shapes, frozen, process, scratch, hold)
 
 
 def _exit_code(payload: dict[str, Any]) -> int | None:

@@ -24,7 +24,14 @@ import torch
 from kgit.measure.report import Row, fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import Shape, ShapeError, load_shapes, validate_shapes
 from kgit.measure.timing import block_mode
-from kgit.records.protocol import FIRST_BLOCK_ENV, WORKER_ENV, ready_line, reply_line
+from kgit.records.protocol import (
+    FIRST_BLOCK_ENV,
+    HOLD_ENV,
+    WORKER_ENV,
+    held_line,
+    ready_line,
+    reply_line,
+)
 from kgit.records.schema import PASS
 
 EXIT_ALL_PASS = 0
@@ -126,7 +133,9 @@ def run_harness(
     (kgit/records/protocol.py): the kernels are imported, compiled and tuned once per side."""
     args = _parse(argv, description)
     worker = os.environ.get(WORKER_ENV) == "1"
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # no context yet
+    if worker and os.environ.get(HOLD_ENV) == "1" and not _released():
+        return EXIT_ALL_PASS
     settings = Settings(device=device, repeats=args.repeats)
     try:
         shapes = (
@@ -151,6 +160,17 @@ def run_harness(
     if worker:
         return _serve(bench_one_shape, columns, settings, code)
     return code
+
+
+def _released() -> bool:
+    """A held worker (the script imported, nothing measured yet): wait for kgit's start."""
+    print("\n" + held_line(), flush=True)
+    line = sys.stdin.readline()
+    try:
+        request = json.loads(line) if line.strip() else {}
+    except ValueError:
+        return False
+    return isinstance(request, dict) and request.get("cmd") == "start"
 
 
 def _bench_all(

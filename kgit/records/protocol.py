@@ -13,6 +13,15 @@ line on its standard input:
     {"id": 3, "cmd": "block", "summary_csv": PATH, "shapes": PATH, "block_ms": 25.0}
     {"id": 4, "cmd": "exit"}
 
+A worker started with `KGIT_WORKER_HOLD=1` as well first prints
+
+    kgit-worker-held: {"protocol": 1}
+
+and waits for `{"cmd": "start"}` before its first pass (any other line, or the end of its input:
+it exits 0 without measuring). kgit starts the reference side so, beside the candidate's first
+pass, when it knows the harness to be a worker: process start and imports overlap the other
+side's work, and the two never time at once.
+
 A `block` request measures the shapes again, each timed over about `block_ms` of device time
 (kernels already compiled, tuned and checked), and writes the same frozen CSV to PATH; the answer
 is one line `kgit-worker-reply: {"id": 3, "exit": 0}`. Anything else the harness prints is its
@@ -29,8 +38,14 @@ WORKER_ENV = "KGIT_WORKER"
 # Set for the reference side: its first pass may be timed in blocks of this many ms (its plain
 # figures are not used; the kernels still get checked, compiled and tuned).
 FIRST_BLOCK_ENV = "KGIT_WORKER_FIRST_BLOCK_MS"
+HOLD_ENV = "KGIT_WORKER_HOLD"
+HELD = "kgit-worker-held: "
 READY = "kgit-worker-ready: "
 REPLY = "kgit-worker-reply: "
+
+
+def held_line() -> str:
+    return HELD + json.dumps({"protocol": PROTOCOL})
 
 
 def ready_line(exit_code: int) -> str:
@@ -42,8 +57,8 @@ def reply_line(request_id: int, exit_code: int) -> str:
 
 
 def parse_marker(line: str) -> tuple[str, dict[str, Any]] | None:
-    """("ready" | "reply", payload) for a marker line, None for any other output."""
-    for kind, prefix in (("ready", READY), ("reply", REPLY)):
+    """("held" | "ready" | "reply", payload) for a marker line, None for any other output."""
+    for kind, prefix in (("held", HELD), ("ready", READY), ("reply", REPLY)):
         if line.startswith(prefix):
             try:
                 payload = json.loads(line[len(prefix) :])

@@ -142,8 +142,9 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "representative_shapes": campaign.state.representative,
         "open_round": None,
         "consecutive_rollbacks": stall,
-        "stagnation_review_due": stall >= 2,
-        "escalation": escalation(stall),
+        # A finished campaign has no next round to review or escalate.
+        "stagnation_review_due": stall >= 2 and not campaign.state.finished,
+        "escalation": None if campaign.state.finished else escalation(stall),
         # A closed round's branch still checked out (a kill at the end of accept or rollback).
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
         # Round branches no open round owns (kgit doctor explains each).
@@ -153,14 +154,22 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
     }
     if open_round:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
-        row = next((r for r in recorded if r["commit"] == tip), None)
+        has_commit = tip is not None and tip != open_round.parent
+        # The round's own verdict: with no commit yet the tip is the best line's commit, whose
+        # row is an earlier round's.
+        row = next(
+            (r for r in recorded if r["commit"] == tip and r["round"] == open_round.number), None
+        )
+        gate = campaign.read_gate(campaign.repo.tree_of(tip)) if has_commit and tip else None
         data["open_round"] = {
             "round": open_round.number,
             "hypothesis": open_round.hypothesis,
             "branch": campaign.refs.round_branch(open_round.number),
-            "has_commit": tip is not None and tip != open_round.parent,
+            "has_commit": has_commit,
             "branch_missing": tip is None,
             "verdict": row["decision"] if row else None,
+            # The commit gate's result on the tip's tree: None when never gated (--no-verify).
+            "gate": None if gate is None else ("passed" if gate.passed else "failed"),
             # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
             "interrupted": interrupted_close(
                 open_round,
@@ -194,6 +203,8 @@ def next_step(data: dict[str, Any]) -> str:
         return "kgit round accept"
     if not current["has_commit"]:
         return "edit the kernel, then git commit (the hook gates it)"
+    if current["verdict"] is None and current.get("gate") == "failed":
+        return "fix the kernel and commit again (the correctness gate failed on this commit)"
     if current["verdict"] is None:
         return "kgit round validate"
     if current["verdict"] in ACCEPTING:

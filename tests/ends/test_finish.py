@@ -175,7 +175,7 @@ def test_finish_needs_a_closed_round_and_a_clean_tree(suite_campaign: Path) -> N
     assert run_kgit("round", "start", "open").code == 0
     busy = run_kgit("finish")
     assert busy.code == 1 and "still in progress" in busy.err
-    assert run_kgit("round", "rollback").code == 0
+    assert run_kgit("round", "rollback", "--reason", "test").code == 0
     (repo / "kernel.txt").write_text("speed: 1\n")
     dirty = run_kgit("finish")
     assert dirty.code == 1 and "uncommitted changes" in dirty.err

@@ -93,6 +93,8 @@ def _follow(repo: Path, step: str) -> None:
     args = step.removeprefix("kgit ").split()[:2]
     if args[0] == "round" and args[1] == "start":
         args.append("the killed round")
+    if args[0] == "round" and args[1] == "rollback":
+        args += ["--reason", "recovering from the kill"]
     done = run_kgit(*args)
     assert done.code == 0, f"following `{step}`: {done}"
 

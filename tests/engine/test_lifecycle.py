@@ -165,7 +165,7 @@ def test_refusals_leave_the_repository_unchanged(campaign: Path) -> None:
     empty = run_kgit("round", "start", "   ")
     assert empty.code == 2
     # A round with no commit can be rolled back; its number is never reused.
-    assert run_kgit("round", "rollback").code == 0
+    assert run_kgit("round", "rollback", "--reason", "test").code == 0
     assert run_kgit("round", "start", "three").code == 0
     assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/kgit/c1/round-3"
     lineage = run_kgit("log", "--json").json()
@@ -194,7 +194,7 @@ def test_max_iterations_stops_new_rounds(kernel_repo: Path) -> None:
     assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
     assert run_kgit("baseline").code == 0
     assert run_kgit("round", "start", "first").code == 0
-    assert run_kgit("round", "rollback").code == 0
+    assert run_kgit("round", "rollback", "--reason", "test").code == 0
     stop = run_kgit("round", "start", "second")
     assert stop.code == 1 and "max_iterations (2) reached" in stop.err
 
@@ -215,7 +215,7 @@ def test_stagnation_review_after_two_rollbacks(campaign: Path) -> None:
         (repo / "kernel.txt").write_text(f"speed: {speed}\n")
         assert commit(repo, "slower").returncode == 0
         run_kgit("round", "validate")
-        assert run_kgit("round", "rollback").code == 0
+        assert run_kgit("round", "rollback", "--reason", "test").code == 0
     status = run_kgit("status", "--json").json()
     assert status["consecutive_rollbacks"] == 2  # type: ignore[index]
     assert status["stagnation_review_due"] is True  # type: ignore[index]
@@ -232,10 +232,11 @@ def test_status_follows_every_change_through_its_cache(campaign: Path) -> None:
     run_kgit("round", "validate")
     status = run_kgit("status", "--json").json()
     assert status["open_round"]["verdict"] == "ROLLED BACK"  # type: ignore[index]
-    run_kgit("round", "rollback")
+    run_kgit("round", "rollback", "--reason", "test")
     status = run_kgit("status", "--json").json()
     assert (status["rounds_recorded"], status["rolled_back"]) == (2, 1)  # type: ignore[index]
     run_kgit("round", "start", "nothing to commit")
-    run_kgit("round", "rollback")  # rolled back before a commit: only the record moves
+    # Rolled back before a commit: only the record moves.
+    run_kgit("round", "rollback", "--reason", "test")
     assert run_kgit("status", "--json").json()["consecutive_rollbacks"] == 2  # type: ignore[index]
     assert (repo / ".git" / "kgit" / "cache" / "lineage-c1.json").exists()

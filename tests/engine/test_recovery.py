@@ -169,7 +169,7 @@ def test_a_validation_run_again_after_an_interrupted_accept_can_still_be_rolled_
     assert now["next_step"].startswith("kgit round rollback"), now
     refused = run_kgit("round", "accept")
     assert refused.code == 1 and "no accepting verdict" in refused.err
-    assert run_kgit("round", "rollback").code == 0
+    assert run_kgit("round", "rollback", "--reason", "test").code == 0
     assert git(repo, "rev-parse", "kgit/c1/best") == parent
 
 
@@ -186,11 +186,11 @@ def test_an_accept_after_an_interrupted_accept_completes_it(campaign: Path) -> N
 def test_an_accept_refuses_a_round_whose_rollback_was_interrupted(campaign: Path) -> None:
     repo = campaign
     tip = validated_round(repo, 120)  # an accepting verdict, rolled back all the same
-    kill_after_call(repo, f"notes --ref={ROUNDS} add", "round", "rollback")
+    kill_after_call(repo, f"notes --ref={ROUNDS} add", "round", "rollback", "--reason", "test")
     assert status(repo)["next_step"].startswith("kgit round rollback")
     refused = run_kgit("round", "accept")
     assert refused.code == 1 and "hint: kgit round rollback finishes it" in refused.err
-    assert run_kgit("round", "rollback").code == 0
+    assert run_kgit("round", "rollback", "--reason", "test").code == 0
     assert note_status(repo, tip) == "ROLLED BACK"
     assert git(repo, "rev-parse", "kgit/c1/best") != tip
 
@@ -224,7 +224,9 @@ def test_a_rollback_killed_before_leaving_its_branch_is_recovered_by_the_next_st
 ) -> None:
     repo = campaign
     tip = validated_round(repo, 90)
-    kill_after_call(repo, "update-ref -m 'kgit: round-2 ROLLED BACK", "round", "rollback")
+    kill_after_call(
+        repo, "update-ref -m 'kgit: round-2 ROLLED BACK", "round", "rollback", "--reason", "test"
+    )
     assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/kgit/c1/round-2"
     assert status(repo)["next_step"] == "git checkout kgit/c1/best"
     assert run_kgit("round", "start", "another idea").code == 0

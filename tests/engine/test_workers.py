@@ -93,6 +93,45 @@ def test_a_worker_round_is_judged_on_quads_of_blocks(worker_campaign: Path) -> N
     assert "slower" in " ".join(data["reasons"])  # type: ignore[index, arg-type]
 
 
+def _events(repo: Path) -> dict[tuple[str, str], list[float]]:
+    events: dict[tuple[str, str], list[float]] = {}
+    log = repo / ".git" / "kgit" / "worktrees" / "c1" / "events.log"
+    for line in log.read_text().splitlines():
+        stamp, side, event = line.split()
+        events.setdefault((side, event), []).append(float(stamp))
+    return events
+
+
+def test_the_reference_starts_held_beside_the_candidates_first_pass(kernel_repo: Path) -> None:
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="hold\npass_sleep: 0.1\n"))
+    log = repo / ".git" / "kgit" / "worktrees" / "c1" / "events.log"
+    log.unlink()  # the baseline's (whose reference cannot be held: the mode is not known yet)
+    _round(repo, 100, "hold\npass_sleep: 1.5\n")
+    result = run_kgit("round", "validate", "--json")
+    assert result.json()["decision"] == "ROLLED BACK", result  # type: ignore[index]
+    events = _events(repo)
+    candidate_done = events[("candidate", "pass-end")][0]
+    # The reference's process was up (imported, waiting) while the candidate's first pass ran,
+    # and its own first pass began only after that pass ended: never both timing at once.
+    assert events[("reference", "held")][0] < candidate_done - 1.0
+    assert events[("reference", "pass-start")][0] >= candidate_done
+    assert processes_under(repo) == []
+
+
+def test_a_held_reference_is_stopped_when_the_candidate_fails(kernel_repo: Path) -> None:
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="hold\n"))
+    label = json.loads(git(repo, "show", "refs/kgit/c1/campaign:state.json"))["representative"][0]
+    _round(repo, 100, f"hold\nfail: {label}\npass_sleep: 1\n")
+    result = run_kgit("round", "validate", "--json")
+    assert result.json()["decision"] == "ROLLED BACK", result  # type: ignore[index]
+    assert "Check FAIL" in " ".join(result.json()["reasons"])  # type: ignore[index]
+    events = _events(repo)
+    assert ("reference", "pass-start") not in events or len(
+        events[("reference", "pass-start")]
+    ) == 1  # the baseline's calibration only: this validation never started the reference
+    assert processes_under(repo) == []
+
+
 def test_a_harness_without_worker_mode_runs_pass_by_pass(kernel_repo: Path) -> None:
     repo = _campaign(kernel_repo, "speed: 100\nnoise: 0.005\ntorch: 2.11\n")
     assert run_kgit("round", "start", "faster").code == 0

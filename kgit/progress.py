@@ -1,0 +1,120 @@
+"""Progress on standard error: plain `kgit: ...` lines, and on a terminal one live line under them
+that names the step in progress and how long it has run, redrawn twice a second.
+
+A harness shape can take tens of seconds and an A/B validation minutes; without the live line a
+terminal shows nothing move in between. Every writer to standard error goes through here (kgit's
+messages and the harness and test output it echoes), so the live line is cleared before other
+text lands and redrawn after it. Not a terminal (CI, agents, a pipe): plain lines only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+from typing import IO
+
+CLEAR = "\r\033[K"
+REDRAW_S = 0.5
+
+
+class Live:
+    """The live line. `say` prints a message and makes it the step shown; `write` passes other
+    output through; `close` clears the line for good."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.step = ""
+        self.since = time.monotonic()
+        self.shown = False
+        self.closed = threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+        self.thread.start()
+
+    def say(self, message: str) -> None:
+        with self.lock:
+            self._clear()
+            self.stream.write(f"kgit: {message}\n")
+            self.step, self.since = message.splitlines()[0] if message else "", time.monotonic()
+            self._draw()
+
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            self._clear()
+            self.stream.flush()
+            buffer = getattr(self.stream, "buffer", None)
+            if buffer is not None:
+                buffer.write(data)
+                buffer.flush()
+            else:
+                self.stream.write(data.decode(errors="replace"))
+            if data.endswith(b"\n"):  # a partial line stays as it is until its end comes
+                self._draw()
+
+    def close(self) -> None:
+        self.closed.set()
+        with self.lock:
+            self._clear()
+            self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self.closed.wait(REDRAW_S):
+            with self.lock:
+                self._draw()
+
+    def _draw(self) -> None:
+        if not self.step or self.closed.is_set():
+            return
+        width = shutil.get_terminal_size((100, 24)).columns
+        elapsed = f" ({time.monotonic() - self.since:.0f} s)"
+        text = "… " + self.step
+        room = max(10, width - len(elapsed) - 1)
+        if len(text) > room:
+            text = text[: room - 1] + "…"
+        self.stream.write(CLEAR + text + elapsed)
+        self.stream.flush()
+        self.shown = True
+
+    def _clear(self) -> None:
+        if self.shown:
+            self.stream.write(CLEAR)
+            self.shown = False
+
+
+_live: Live | None = None
+
+
+def start(quiet: bool) -> None:
+    """Show the live line when standard error is a terminal (not under --quiet, not TERM=dumb)."""
+    global _live
+    if quiet or _live is not None or os.environ.get("TERM") == "dumb":
+        return
+    if sys.stderr.isatty():
+        _live = Live(sys.stderr)
+
+
+def stop() -> None:
+    global _live
+    if _live is not None:
+        _live.close()
+        _live = None
+
+
+def say(message: str) -> None:
+    """A kgit message on standard error, as `kgit: MESSAGE`."""
+    if _live is not None:
+        _live.say(message)
+    else:
+        print(f"kgit: {message}", file=sys.stderr, flush=True)
+
+
+def echo(data: bytes) -> None:
+    """Output kgit passes through (a harness's, a test command's)."""
+    if _live is not None:
+        _live.write(data)
+    else:
+        sys.stderr.buffer.write(data)
+        sys.stderr.flush()
