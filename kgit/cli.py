@@ -313,11 +313,13 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
 
 
 def _render_verdict(r: dict[str, Any]) -> str:
+    from kgit.views.summary import not_passing
+
     lines = [f"round-{r['round']}: {r['decision'] or r['status']}"]
     lines += [f"  - {reason}" for reason in r["reasons"]]
-    failing = [s["label"] for s in r["shapes"] if s["check"] != "PASS"]
+    failing = not_passing([(s["label"], s["check"]) for s in r["shapes"]])
     if failing:
-        lines.append(f"no aggregate: Check FAIL on {', '.join(failing)}")
+        lines.append(f"no aggregate: {failing}")
     elif r["delta_vs_best_pct"] is not None:
         lines.append(f"aggregate {r['aggregate']:.4g} ({r['delta_vs_best_pct']:+.3f}% vs best)")
     accepts = r["decision"] in ("ACCEPTED", "ACCEPTED (trade-off)")

@@ -3,7 +3,7 @@
 It reads `kernel.txt` from the current directory. `speed: X` sets Forward TFLOPS of every shape to
 X times the shape's factor; `speed.<label>: X` overrides one shape; `fail: <label>` makes that
 shape FAIL; `exit: N` forces an exit code; `hang` sleeps; `flood` prints 50 MB; `drift` renames a
-column; `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line; `noise: S` multiplies every value by
+column; `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line (`gpu: NAME` that GPU); `noise: S` multiplies every value by
 exp(N(0, S)), fresh each run; `speeds: A,B,...` with `counter: PATH` gives the n-th run (counted
 in the file PATH) speed A, B, ... in turn.
 
@@ -140,8 +140,10 @@ def main() -> int:
     failing = write_csv(args.summary_csv, shapes, settings, flags)
     if "hold" in flags:
         log_event("pass-end")
-    if "torch" in settings:  # the environment, as kgit.measure's harness reports it
-        print("fingerprint: " + json.dumps({"gpu": "FakeGPU", "torch": settings["torch"]}))
+    if "torch" in settings or "gpu" in settings:  # the environment, as kgit.measure reports it
+        info = {"gpu": settings.get("gpu", "FakeGPU")}
+        info.update({"torch": settings["torch"]} if "torch" in settings else {})
+        print("fingerprint: " + json.dumps(info))
     print(f"all_pass: {str(not failing).lower()}", flush=True)
     code = int(settings.get("exit", 1 if failing else 0))
     if os.environ.get("KGIT_WORKER") == "1" and "worker" in flags:

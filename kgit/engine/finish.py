@@ -9,6 +9,8 @@
    of the baseline commit and the best line, judged with the rounds' confidence intervals.
    Nothing of 2 and 3 comes from notes or from the rounds' verdicts: a note changed by hand (or
    a record an agent rewrote) cannot make finish accept.
+   No shape may run faster than the device allows (the physical floor), and the best line's
+   diff may add nothing rule 11 forbids.
 4. A branch `kgit/<campaign>/final` ready to merge or open as a pull request: one commit per
    accepted round (several commits of one round squashed), built with commit-tree from the round
    commits' trees, each message carrying the round's hypothesis and result (from its note).
@@ -25,6 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.engine.gate import Say
+from kgit.engine.integrity import (
+    campaign_floor,
+    impossible,
+    measured_rates,
+    rule11_findings,
+    shape_dtypes,
+)
 from kgit.engine.measure import (
     HarnessError,
     Measurement,
@@ -40,6 +49,7 @@ from kgit.engine.validation import Target, ran_workers, validate
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
+from kgit.judge.floor import pct_of_peak
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
@@ -193,6 +203,9 @@ def _acceptance(
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
     check = Acceptance([], [], command, suite.ok, round(suite.seconds, 3), reasons=reasons)
+    # Rule 11 on everything the campaign changed: rounds accepted before the check existed too.
+    findings = rule11_findings(campaign.repo, campaign.state.base, best)
+    check.reasons += [f.describe() for f in findings]
     _full_validation(campaign, best, rounds, check, say, echo=echo)
     return check
 
@@ -231,6 +244,13 @@ def _full_validation(
     if verdict.cause == CORRECTNESS:
         check.reasons += [f"full validation: {r}" for r in verdict.reasons]
         return
+    metric = campaign.manifest.primary_metric
+    evidence = outcome.evidence
+    values = [*evidence.runs, *(pair["b"] for pair in evidence.pairs)]
+    fingerprint = outcome.passes[0].fingerprint if outcome.passes else None
+    over, _ = impossible(campaign, measured_rates(outcome.passes, values, metric), fingerprint)
+    check.reasons += [f"full validation: physical floor: {r}" for r in over]
+    floor, dtypes = campaign_floor(campaign, fingerprint), shape_dtypes(campaign.manifest)
     check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.reference_aggregate
     check.gain_pct = verdict.gain_pct
     check.shapes = [
@@ -239,6 +259,9 @@ def _full_validation(
             "baseline": verdict.reference.get(label),
             "final": verdict.candidate.get(label),
             "delta_pct": verdict.shape_deltas.get(label),
+            "pct_of_peak": pct_of_peak(
+                verdict.candidate.get(label), metric, dtypes.get(label), floor
+            ),
         }
         for label in labels
     ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.hooks import hooks_missing
+from kgit.engine.integrity import impossible, measured_rates, rule11_findings
 from kgit.engine.measure import HarnessError, Measurement, best_values, require_clean
 from kgit.engine.recovery import (
     ACCEPT,
@@ -35,9 +36,17 @@ from kgit.engine.validation import (
     validate,
 )
 from kgit.errors import KgitError, UsageError
+from kgit.judge.floor import merge_rates
 from kgit.judge.scope import outside_kernel_source
 from kgit.judge.scoring import diagnostics, geomean, pct
-from kgit.judge.verdict import CORRECTNESS, protected_verdict, scope_verdict
+from kgit.judge.verdict import (
+    CORRECTNESS,
+    IMPOSSIBLE,
+    impossible_verdict,
+    protected_verdict,
+    rule11_verdict,
+    scope_verdict,
+)
 from kgit.records.evidence import Evidence
 from kgit.records.notes import (
     ACCEPTING,
@@ -183,13 +192,18 @@ def _shape_results(
     baseline: dict[str, float],
     labels: list[str],
     plain: dict[str, float],
+    impossible_labels: list[str],
 ) -> list[ShapeResult]:
     failing = set(outcome.evidence.failed)
     deltas = outcome.verdict.shape_deltas
+
+    def check(label: str) -> str:
+        return "FAIL" if label in failing else "ERROR" if label in impossible_labels else "PASS"
+
     return [
         ShapeResult(
             label=label,
-            check="FAIL" if label in failing else "PASS",
+            check=check(label),
             value=plain.get(label),
             best=best.get(label),
             delta_pct=deltas.get(label),
@@ -271,6 +285,12 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         verdict = protected_verdict(changed) if changed else scope_verdict(outside, sources)
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         return _record(campaign, tip, note, [], say)
+    findings = rule11_findings(campaign.repo, best_tip, tip)
+    if findings:  # judged before measuring: no number makes such a gain real
+        verdict = rule11_verdict([f.describe() for f in findings])
+        note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
+        note.findings = [f.to_dict() for f in findings]
+        return _record(campaign, tip, note, [], say)
     workers = ran_workers(rounds[0][1] if rounds else None)
     target = Target(tip, tree, best_tip, best, labels, "best", workers)
     try:
@@ -281,12 +301,28 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         note.evidence = prior.to_dict() if prior else {}  # an error never loses earlier runs
         _record(campaign, tip, note, [], say)
         raise
+    over = _floor_check(campaign, outcome)
     if outcome.evidence.mode == "worker":
         # Block figures on both sides: the reference as measured now, the baseline's blocks.
         best = {**best, **outcome.verdict.reference}
         baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}
-    _fill_note(note, outcome, best, baseline, labels)
+    _fill_note(note, outcome, best, baseline, labels, over)
     return _record(campaign, tip, note, outcome.passes, say, outcome.reference_passes)
+
+
+def _floor_check(campaign: Campaign, outcome: Outcome) -> list[str]:
+    """The physical floor over all the candidate showed (pooled evidence included), kept in the
+    evidence for accept: a rate past the device's peak rolls the round back as an error of
+    measurement, whatever the comparison said. Returns the shapes past the peak."""
+    evidence = outcome.evidence
+    values = [*evidence.runs, *(pair["b"] for pair in evidence.pairs)]
+    rates = measured_rates(outcome.passes, values, campaign.manifest.primary_metric)
+    evidence.rates = merge_rates(evidence.rates, rates)
+    fingerprint = outcome.passes[0].fingerprint if outcome.passes else None
+    reasons, labels = impossible(campaign, evidence.rates, fingerprint)
+    if reasons and outcome.verdict.cause != CORRECTNESS:  # Check is the harder gate
+        outcome.verdict = impossible_verdict(reasons, outcome.verdict)
+    return labels
 
 
 def _fill_note(
@@ -295,6 +331,7 @@ def _fill_note(
     best: dict[str, float],
     baseline: dict[str, float],
     labels: list[str],
+    impossible_labels: list[str],
 ) -> None:
     verdict, evidence = outcome.verdict, outcome.evidence
     note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
@@ -305,8 +342,8 @@ def _fill_note(
     note.diagnostics = diagnostics(first.table) if first else {}
     plain = _plain_means(evidence.runs, labels)
     note.best_aggregate = geomean(best[label] for label in labels)
-    complete = len(plain) == len(labels) and verdict.cause != CORRECTNESS
-    if complete:  # a FAIL shape leaves no aggregate to compare (not a -100%)
+    complete = len(plain) == len(labels) and verdict.cause not in (CORRECTNESS, IMPOSSIBLE)
+    if complete:  # a FAIL or impossible shape leaves no aggregate to compare (not a -100%)
         note.aggregate = geomean(plain.values())
         note.delta_vs_best_pct = (
             round(verdict.gain_pct, 4) if verdict.gain_pct is not None else None
@@ -320,7 +357,7 @@ def _fill_note(
         for run in evidence.runs
         if all(label in run for label in labels)
     ]
-    note.shapes = _shape_results(outcome, best, baseline, labels, plain)
+    note.shapes = _shape_results(outcome, best, baseline, labels, plain, impossible_labels)
     note.timings = {"harness_s": evidence.seconds}
 
 
@@ -363,7 +400,9 @@ def _record(
         "commit": tip,
         "status": note.status,
         "decision": note.decision,
+        "cause": note.cause,
         "reasons": note.reasons,
+        "findings": note.findings,
         "aggregate": note.aggregate,
         "delta_vs_best_pct": note.delta_vs_best_pct,
         "delta_vs_baseline_pct": note.delta_vs_baseline_pct,
@@ -476,6 +515,7 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             f"protected path(s) changed since baseline: {', '.join(changed)}",
             hint="protected-path changes are never accepted; roll the round back",
         )
+    _require_real(campaign, note.round, evidence, tip)
     ensure_gated(campaign, tip, say, echo=echo)
     return _accept_under_lock(campaign, open_round, tip, say)
 
@@ -494,6 +534,26 @@ def stale_base(campaign: Campaign, open_round: OpenRound, best_tip: str, action:
         "kgit round validate (it gates the rebased commit and measures it against the best "
         'line as it is); or kgit round rollback --reason "..."',
     )
+
+
+def _require_real(campaign: Campaign, number: int, evidence: Evidence, tip: str) -> None:
+    """Accept re-checks, from the record and the commit rather than the note, the physical
+    floor of the recorded rates and rule 11 on the round's change."""
+    over, _ = impossible(campaign, evidence.rates)
+    if over:
+        raise KgitError(
+            f"round-{number}'s recorded measurements are faster than the device allows",
+            hint='kgit round rollback --reason "..." (an impossible rate is never a gain)',
+            details="\n".join(over),
+        )
+    findings = rule11_findings(campaign.repo, evidence.reference, tip)
+    if findings:
+        raise KgitError(
+            f"round-{number} adds {len(findings)} shortcut(s) rule 11 forbids (a gain that "
+            "would vanish in a real training step)",
+            hint='kgit round rollback --reason "rule 11" (kgit show lists the findings)',
+            details="\n".join(f.describe() for f in findings),
+        )
 
 
 def _accept_under_lock(

@@ -7,11 +7,12 @@ from typing import Any
 
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
 from kgit.engine.hooks import configure_git, install_hooks
+from kgit.engine.integrity import campaign_floor, impossible, measured_rates
 from kgit.engine.measure import Measurement, require_clean
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
 from kgit.engine.tips import print_tips
 from kgit.engine.trust import record_trust, require_trusted
-from kgit.engine.validation import baseline_pass
+from kgit.engine.validation import Calibrated, baseline_pass
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.judge.representative import pick_representative
@@ -90,6 +91,31 @@ def environment() -> dict[str, str]:
     }
 
 
+def _check_floor(campaign: Campaign, calibrated: Calibrated, say: Say) -> None:
+    """Refuse a baseline faster than the device allows: every later round would be compared
+    with an error of measurement."""
+    run = calibrated.first
+    blocks = calibrated.statistics.get("block_values") or {}
+    rates = measured_rates([run], [run.score.values, blocks], campaign.manifest.primary_metric)
+    floor = campaign_floor(campaign, run.fingerprint)
+    if floor is None:
+        gpu = run.fingerprint.get("gpu") or campaign.state.fingerprint.get("gpu") or "this device"
+        say(
+            f"physical floor: no peaks known for {gpu}: rates are not checked (set peaks: in the manifest)"
+        )
+        return
+    over, _ = impossible(campaign, rates, run.fingerprint)
+    if over:
+        raise KgitError(
+            f"baseline refused: {len(over)} shape(s) past what the device allows",
+            hint="the harness's FLOP or byte count or its timing is wrong, or work is skipped; "
+            "if the peaks are wrong for this device, start a campaign whose manifest sets "
+            "peaks: {tflops: ..., gbps: ...}",
+            details="\n".join([*over, f"peaks: {floor.describe()}"]),
+        )
+    say(f"physical floor: {floor.describe()}")
+
+
 def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     """Round 1: tests, full validation, frozen schema and harness, representative shapes."""
     repo, manifest = campaign.repo, campaign.manifest
@@ -131,6 +157,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         say(
             f"warning: shapes failing at baseline are left out of comparisons: {', '.join(inactive)}"
         )
+    _check_floor(campaign, calibrated, say)
     representative = representative_of(run)
     # The harness and the files the gate's own command names (its tests) are frozen: a round
     # that edits the test to pass a wrong kernel is rolled back, never accepted.

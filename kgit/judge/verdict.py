@@ -38,6 +38,8 @@ CORE_REGRESSION = "core-regression"  # a shape down past the limit, or not ruled
 TRADE_OFF = "trade-off"
 IMPROVED = "improved"
 NEEDS_RUNS = "needs-runs"  # with REMEASURE
+IMPOSSIBLE = "impossible"  # a shape measured faster than the device allows (kgit/judge/floor.py)
+RULE_11 = "rule-11"  # the change adds a shortcut that vanishes in training (kgit/judge/rule11.py)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,23 @@ def protected_verdict(changed: list[str]) -> Verdict:
             "(the harness, the gate's tests and the schema are frozen for the whole campaign)"
         ],
     )
+
+
+def impossible_verdict(over: list[str], verdict: Verdict) -> Verdict:
+    """A rate past the device's peak is an error of measurement, never an improvement: the
+    candidate is rolled back whatever the comparison said (VERDICT's means are kept)."""
+    return Verdict(
+        ROLLED_BACK,
+        IMPOSSIBLE,
+        [f"physical floor: {reason}" for reason in over],
+        verdict.candidate,
+        verdict.reference,
+    )
+
+
+def rule11_verdict(findings: list[str]) -> Verdict:
+    """Rule 11: a gain that would vanish in a real training step is never accepted."""
+    return Verdict(ROLLED_BACK, RULE_11, findings)
 
 
 def mean_values(runs: list[Score]) -> dict[str, float]:

@@ -27,6 +27,9 @@ class Evidence:
     failed: list[str] = field(default_factory=list)  # shapes that FAILed: the tree stays failing
     seconds: float = 0.0
     block_ms: float | None = None
+    # The physical floor's evidence: per shape and rate column (TFLOPS, GB/s, the metric), the
+    # highest rate the candidate showed and, for GB/s, the bytes it moved (kgit/judge/floor.py).
+    rates: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,7 +1,7 @@
 """The campaign manifest: what DEFINE_TARGET collects, validated against a declared schema.
 
 Field names follow the seed's `manifest.yaml` where it has them; kgit adds `schema_version`,
-`rebuild_command`, `timeout_s`, `protected_paths`, `thresholds` and `acceptance_command`.
+`rebuild_command`, `timeout_s`, `protected_paths`, `thresholds`, `acceptance_command` and `peaks`.
 """
 
 from __future__ import annotations
@@ -73,6 +73,30 @@ _INTERLEAVED_SCHEMA: dict[str, Any] = {
     },
 }
 
+# Precisions a `peaks.tflops` mapping may name (kgit/judge/floor.py maps shape dtypes onto them).
+PRECISIONS = ("bf16", "fp16", "tf32", "fp32", "fp8", "fp4")
+
+_PEAKS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "tflops": {
+            "anyOf": [
+                {"type": "number", "exclusiveMinimum": 0},
+                {
+                    "type": "object",
+                    "minProperties": 1,
+                    "propertyNames": {"enum": list(PRECISIONS)},
+                    "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+                },
+            ]
+        },
+        "gbps": {"type": "number", "exclusiveMinimum": 0},
+        "cache_mb": {"type": "number", "minimum": 0},
+        "margin_pct": {"type": "number", "minimum": 0, "maximum": 1000},
+    },
+}
+
 _STRING_LIST = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _COMMAND = {"type": "string", "minLength": 1}
 
@@ -110,6 +134,7 @@ SCHEMA: dict[str, Any] = {
         "decision_policy": {"enum": ["seed", "interleaved"]},
         "thresholds": _THRESHOLDS_SCHEMA,
         "interleaved": _INTERLEAVED_SCHEMA,
+        "peaks": _PEAKS_SCHEMA,
     },
 }
 
@@ -125,6 +150,9 @@ _HINTS = {
     "kernel_source": "a path or a list of paths to the kernel files, relative to the repo root",
     "decision_policy": "`seed` (the seed's mechanical rule) or `interleaved` (A/B pairs, "
     "confidence intervals, calibrated noise floors)",
+    "peaks": "keys: tflops (a number, or one per precision: "
+    + ", ".join(PRECISIONS)
+    + "), gbps, cache_mb, margin_pct",
     "interleaved": "keys: min_pairs, max_pairs, budget_s, confidence, min_effect_pct, "
     "calibration_pairs, block_ms, min_quads, max_quads, calibration_quads",
 }
@@ -161,6 +189,23 @@ class Interleaved:
 
 
 @dataclass(frozen=True)
+class Peaks:
+    """The device's peaks for the physical floor (kgit/judge/floor.py): each key set here
+    replaces the datasheet figure kgit knows for the fingerprint's GPU (kgit/records/devices.py);
+    a GPU kgit does not know (a CPU, a new part) has a floor only through them.
+
+    `tflops`: one figure for every precision, or one per precision (bf16, fp16, tf32, fp32, fp8,
+    fp4); `gbps`: device memory bandwidth; `cache_mb`: the last-level cache (a memory-bound shape
+    that fits there may read faster than memory); `margin_pct`: how far past a peak a rate may
+    go before it is called impossible (clocks above the datasheet's, rounding)."""
+
+    tflops: float | dict[str, float] | None = None
+    gbps: float | None = None
+    cache_mb: float | None = None
+    margin_pct: float = 10.0
+
+
+@dataclass(frozen=True)
 class Manifest:
     target_op: str
     target_backend: str
@@ -185,6 +230,7 @@ class Manifest:
     decision_policy: str = "seed"
     thresholds: Thresholds = field(default_factory=Thresholds)
     interleaved: Interleaved = field(default_factory=Interleaved)
+    peaks: Peaks = field(default_factory=Peaks)
 
     @property
     def shape_labels(self) -> list[str]:
@@ -394,6 +440,7 @@ def _build(data: dict[str, Any]) -> Manifest:
         fields["kernel_source"] = [fields["kernel_source"]]
     fields["thresholds"] = Thresholds(**(fields.get("thresholds") or {}))
     fields["interleaved"] = Interleaved(**(fields.get("interleaved") or {}))
+    fields["peaks"] = Peaks(**(fields.get("peaks") or {}))
     for key in ("representative_shapes", "protected_paths"):
         fields[key] = list(fields.get(key) or [])
     if not fields["protected_paths"]:

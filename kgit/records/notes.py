@@ -213,6 +213,8 @@ class RoundNote:
     tree: str | None = None  # the tree the verdict is about: accept refuses any other tree
     cause: str | None = None  # why the decision (kgit/judge/verdict.py), for code and agents
     evidence: dict[str, Any] = field(default_factory=dict)  # kgit/records/evidence.py
+    # Rule 11's findings in what the round added (kgit/judge/rule11.py): path, line, pattern...
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     def to_text(self) -> str:
         data = _compact({"kgit": "round", **asdict(self)})

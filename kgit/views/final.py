@@ -21,6 +21,10 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _of_peak(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
 def render_final_report(data: dict[str, Any]) -> str:
     target = data["target"]
     lines = [
@@ -35,11 +39,14 @@ def render_final_report(data: dict[str, Any]) -> str:
         "",
     ]
     if data["shapes"]:
+        with_peak = any(s.get("pct_of_peak") is not None for s in data["shapes"])
         rows = [
             [s["label"], _num(s["baseline"]), _num(s["final"]), _pct(s["delta_pct"])]
+            + ([_of_peak(s.get("pct_of_peak"))] if with_peak else [])
             for s in data["shapes"]
         ]
-        lines += [github_table(["shape", "baseline", "final", "delta"], rows), ""]
+        headers = ["shape", "baseline", "final", "delta"] + (["% of peak"] if with_peak else [])
+        lines += [github_table(headers, rows), ""]
     lines += ["## Accepted rounds", ""]
     lines += [f"- round-{r['round']} {r['status']}: {r['hypothesis']}" for r in data["accepted"]]
     lines += ["- none: the best line is the baseline"] if not data["accepted"] else []

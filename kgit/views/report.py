@@ -9,12 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.integrity import campaign_floor, change_files
 from kgit.engine.store import Campaign
+from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
 from kgit.records.notes import ROLLED_BACK
-from kgit.views.audit import PATTERNS, added_lines, audit_diff
 from kgit.views.document import Block, Bullets, Document, Heading, Image, Para, Table
 from kgit.views.record import RoundView, load_rounds
-from kgit.views.summary import num, signed, summary_blocks, summary_data
+from kgit.views.summary import num, peak_pcts, percent, signed, summary_blocks, summary_data
 from kgit.views.trend import (
     TrendLayout,
     best_vs_baseline,
@@ -46,6 +47,20 @@ def _target(campaign: Campaign) -> dict[str, Any]:
         "max_iterations": m.max_iterations,
         "base": state.base,
         "created": state.created,
+        "peaks": floor.to_dict() if (floor := campaign_floor(campaign)) else None,
+    }
+
+
+def _efficiency(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
+    """Rule 10's "acceptable hardware efficiency": measured as each shape's % of the device's
+    peak where the peaks are known; what is acceptable is the user's call (not reached here)."""
+    pcts = {k: v for k, v in (peak_pcts(campaign, best) if best else {}).items() if v is not None}
+    floor = campaign_floor(campaign)
+    return {
+        "reached": False,
+        "measured": bool(pcts),
+        "device": floor.device if floor else None,
+        "pct_of_peak": pcts,
     }
 
 
@@ -62,7 +77,7 @@ def _termination(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
             "reached": bool(numeric and reached),
             "checkable": numeric,
         },
-        "hardware_efficiency": {"reached": False, "measured": False},
+        "hardware_efficiency": _efficiency(campaign, best),
         "max_iterations": {
             "used": used,
             "max": campaign.manifest.max_iterations,
@@ -73,14 +88,13 @@ def _termination(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
 
 
 def _applicability(campaign: Campaign, best_commit: str) -> dict[str, Any]:
-    diff = campaign.repo.diff_text(campaign.state.base, best_commit)
-    added = added_lines(diff)
+    files = change_files(campaign.repo, campaign.state.base, best_commit)
     return {
         "diff": f"{campaign.state.base[:10]}..{best_commit[:10]}",
-        "files": sorted({path for path, _, _ in added}),
-        "added_lines": len(added),
-        "patterns": [name for name, _, _ in PATTERNS],
-        "findings": [vars(f) | {"where": f.where} for f in audit_diff(diff)],
+        "files": sorted(path for path, (_, new) in files.items() if new is not None),
+        "added_lines": sum(added_lines(old, new) for old, new in files.values()),
+        "patterns": list(PATTERNS),
+        "findings": [f.to_dict() for f in scan_change(files)],
         "training_step_measured": False,
     }
 
@@ -93,11 +107,15 @@ def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str
     baseline = next((v for v in views if v.is_baseline), None)
     base_agg = baseline.note.aggregate if baseline and baseline.note else None
     best_agg = best.note.aggregate if best and best.note else None
+    shape_rows = best_vs_baseline(views, best_commit)
+    best_pcts = peak_pcts(campaign, best) if best else {}
+    for row in shape_rows:
+        row["best_pct_of_peak"] = best_pcts.get(row["shape"]) if row["best"] is not None else None
     return {
         "campaign": campaign.name,
         "target": _target(campaign),
-        "baseline": summary_data(baseline) if baseline else None,
-        "rounds": [summary_data(v) for v in views if not v.is_baseline],
+        "baseline": summary_data(baseline, peak_pcts(campaign, baseline)) if baseline else None,
+        "rounds": [summary_data(v, peak_pcts(campaign, v)) for v in views if not v.is_baseline],
         "best": {
             "round": best.number if best else None,
             "commit": best_commit,
@@ -115,7 +133,7 @@ def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str
         "memory_bound": memory_bound(metric),
         "trend": trend_rows(views, metric),
         "rule9": monotonic_check(views, metric),
-        "best_vs_baseline": best_vs_baseline(views, best_commit),
+        "best_vs_baseline": shape_rows,
         "termination": _termination(campaign, best),
         "applicability": _applicability(campaign, best_commit),
         "plots": [str(p) for p in plots or []],
@@ -163,22 +181,25 @@ def _baseline_blocks(data: dict[str, Any]) -> list[Block]:
     base = data["baseline"]
     if base is None:
         return [Heading(2, "Baseline"), Para("No baseline recorded.")]
+    with_peak = any(s["pct_of_peak"] is not None for s in base["shapes"])
     rows = [
         [
             s["shape"],
             s["check"],
             num(s["value"]),
+            *([percent(s["pct_of_peak"])] if with_peak else []),
             ", ".join(f"{k} {v:.1f}" for k, v in s["snr_db"].items()) or "-",
         ]
         for s in base["shapes"]
     ]
+    headers = ["shape", "check", data["target"]["metric"], *(["% of peak"] if with_peak else [])]
     return [
         Heading(2, "Baseline (round-1)"),
         Para(
             f"Commit `{(base['commit'] or '')[:10]}`, full validation: aggregate "
             f"**{num(base['aggregate'])}** {data['target']['metric']}."
         ),
-        Table(["shape", "check", data["target"]["metric"], "SNR (dB)"], rows),
+        Table([*headers, "SNR (dB)"], rows),
     ]
 
 
@@ -258,6 +279,7 @@ def trend_blocks(data: dict[str, Any]) -> list[Block]:
 
 
 def _shape_blocks(data: dict[str, Any]) -> list[Block]:
+    with_peak = any(r["best_pct_of_peak"] is not None for r in data["best_vs_baseline"])
     rows = [
         [
             r["shape"],
@@ -265,13 +287,15 @@ def _shape_blocks(data: dict[str, Any]) -> list[Block]:
             num(r["best"]) if r["best"] is not None else "not measured at best",
             f"{r['speedup']:.3f}x" if r["speedup"] else "-",
             signed(r["change_pct"]),
+            *([percent(r["best_pct_of_peak"])] if with_peak else []),
         ]
         for r in data["best_vs_baseline"]
     ]
     metric = data["target"]["metric"]
+    headers = ["shape", f"baseline {metric}", f"best {metric}", "speedup", "change"]
     return [
         Heading(2, "Best vs baseline, per shape"),
-        Table(["shape", f"baseline {metric}", f"best {metric}", "speedup", "change"], rows),
+        Table([*headers, *(["best % of peak"] if with_peak else [])], rows),
     ]
 
 
@@ -296,7 +320,7 @@ def _termination_blocks(data: dict[str, Any]) -> list[Block]:
         Bullets(
             [
                 target_line,
-                f"{NO} acceptable hardware efficiency: not measured (no roofline or peak in the record)",
+                _efficiency_line(t["hardware_efficiency"]),
                 f"{OK if it['reached'] else NO} max_iterations: {it['used']} of {it['max']} rounds used",
                 f"{OK if t['user_stop']['reached'] else NO} user stop: "
                 + (
@@ -309,11 +333,22 @@ def _termination_blocks(data: dict[str, Any]) -> list[Block]:
     ]
 
 
+def _efficiency_line(e: dict[str, Any]) -> str:
+    if not e["measured"]:
+        return f"{NO} acceptable hardware efficiency: not measured (no device peaks known: set peaks: in the manifest)"
+    pcts = e["pct_of_peak"].values()
+    return (
+        f"{NO} acceptable hardware efficiency: not judged (no efficiency target); the best line "
+        f"runs at {min(pcts):.1f}-{max(pcts):.1f}% of the {e['device']} peak"
+    )
+
+
 def _applicability_blocks(data: dict[str, Any]) -> list[Block]:
     a = data["applicability"]
     checked = [
-        f"Static audit of the best line's diff vs the campaign base (`{a['diff']}`: "
-        f"{len(a['files'])} file(s), {a['added_lines']} added lines) for: "
+        f"Rule 11 check of the best line's change vs the campaign base (`{a['diff']}`: "
+        f"{len(a['files'])} file(s), {a['added_lines']} added lines; every round's change is "
+        "checked at validate and accept, and a finding rolls it back) for: "
         + ", ".join(a["patterns"]),
         "Not checked: a real training step (none recorded).",
     ]
@@ -321,7 +356,7 @@ def _applicability_blocks(data: dict[str, Any]) -> list[Block]:
     if a["findings"]:
         rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in a["findings"]]
         blocks += [
-            Para(f"{NO} {len(rows)} line(s) to review:"),
+            Para(f"{NO} {len(rows)} finding(s):"),
             Table(["where", "pattern", "line", "why"], rows),
         ]
     else:

@@ -20,7 +20,7 @@ from kgit.records.notes import RoundNote
 from kgit.views.document import Document, to_markdown
 from kgit.views.record import RoundView, load_rounds
 from kgit.views.report import trend_blocks
-from kgit.views.summary import num, signed, summary_blocks, summary_data
+from kgit.views.summary import num, peak_pcts, signed, summary_blocks, summary_data
 from kgit.views.trend import memory_bound, monotonic_check, trend_rows
 
 SUMMARY_KIND = "round-summary"
@@ -70,6 +70,7 @@ def seed_manifest(campaign: Campaign) -> dict[str, Any]:
             "acceptance_command": m.acceptance_command,
             "decision_policy": m.decision_policy,
             "thresholds": vars(m.thresholds),
+            "peaks": {k: v for k, v in vars(m.peaks).items() if v is not None},
             "finished": state.finished,
         },
     }
@@ -97,7 +98,8 @@ def _front_matter(view: RoundView, campaign: Campaign) -> dict[str, Any]:
 
 
 def summary_file(view: RoundView, campaign: Campaign) -> str:
-    body = to_markdown(Document(summary_blocks(summary_data(view), 1, with_commit=False)))
+    summary = summary_data(view, peak_pcts(campaign, view))
+    body = to_markdown(Document(summary_blocks(summary, 1, with_commit=False)))
     return f"---\n{_yaml(_front_matter(view, campaign))}---\n\n{body}"
 
 

@@ -110,7 +110,7 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
     for key in ("timeout_s", "protected_paths", "rebuild_command", "acceptance_command"):
         if kgit.get(key) is not None:
             data[key] = kgit[key]
-    for key in ("decision_policy", "thresholds"):
+    for key in ("decision_policy", "thresholds", "peaks"):
         if kgit.get(key):
             data[key] = kgit[key]
     data = {k: v for k, v in data.items() if v is not None}

@@ -7,11 +7,13 @@ Used by `kgit show`, by each round of `kgit report` and by the exported `summary
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from kgit.engine.integrity import campaign_floor, shape_dtypes
 from kgit.engine.store import Campaign
 from kgit.errors import UsageError
+from kgit.judge.floor import pct_of_peak
 from kgit.records.notes import BASELINE, ROLLED_BACK
 from kgit.records.schema import BenchTable
 from kgit.views.document import Block, Bullets, Code, Document, Heading, Para, Table, to_markdown
@@ -36,7 +38,19 @@ def snr_by_shape(table: BenchTable | None) -> dict[str, dict[str, float]]:
     return {r.label: {c.removesuffix("_snr"): r.values[c] for c in columns} for r in table.rows}
 
 
-def _shape_rows(view: RoundView) -> list[dict[str, Any]]:
+def peak_pcts(campaign: Campaign, view: RoundView) -> dict[str, float | None]:
+    """Each shape's primary metric as a percentage of the device's peak (the physical floor's
+    peaks for the round's GPU, or the manifest's); None where no peak is known."""
+    if view.note is None:
+        return {}
+    floor = campaign_floor(campaign, view.note.fingerprint)
+    dtypes, metric = shape_dtypes(campaign.manifest), view.note.metric
+    return {
+        s.label: pct_of_peak(s.value, metric, dtypes.get(s.label), floor) for s in view.note.shapes
+    }
+
+
+def _shape_rows(view: RoundView, peaks: Mapping[str, float | None]) -> list[dict[str, Any]]:
     if view.note is None:
         return []
     snr = snr_by_shape(view.table)
@@ -48,6 +62,7 @@ def _shape_rows(view: RoundView) -> list[dict[str, Any]]:
             "best": s.best,
             "vs_best_pct": s.delta_pct,
             "vs_baseline_pct": s.vs_baseline_pct,
+            "pct_of_peak": peaks.get(s.label),
             "snr_db": snr.get(s.label, {}),
         }
         for s in view.note.shapes
@@ -66,7 +81,10 @@ def _actual(view: RoundView) -> str:
     )
 
 
-def summary_data(view: RoundView) -> dict[str, Any]:
+def summary_data(
+    view: RoundView, peaks: Mapping[str, float | None] | None = None
+) -> dict[str, Any]:
+    """The round's summary; PEAKS: each shape's % of the device's peak (`peak_pcts`)."""
     note, recorded = view.note, view.recorded
     data: dict[str, Any] = {
         "round": view.number,
@@ -80,9 +98,11 @@ def summary_data(view: RoundView) -> dict[str, Any]:
         "vs_best_pct": note.delta_vs_best_pct if note else None,
         "vs_baseline_pct": note.delta_vs_baseline_pct if note else None,
         "runs": list(note.run_aggregates) if note else [],
-        "shapes": _shape_rows(view),
+        "shapes": _shape_rows(view, peaks or {}),
         "decision": (note.decision if note else None) or view.status,
+        "cause": note.cause if note else None,
         "reasons": list(note.reasons) if note else [],
+        "findings": list(note.findings) if note else [],
         "attribution": recorded.get("attribution", NOT_RECORDED),
         "next_direction": recorded.get("next_direction", NOT_RECORDED),
         "rollback": None,
@@ -100,6 +120,15 @@ def summary_data(view: RoundView) -> dict[str, Any]:
             "reason": view.rollback_reason,
         }
     return data
+
+
+def not_passing(checks: list[tuple[str, str]]) -> str:
+    """`Check FAIL on a; ERROR (faster than the device allows) on b`, or ''."""
+    fail = [label for label, check in checks if check == "FAIL"]
+    error = [label for label, check in checks if check not in ("PASS", "FAIL")]
+    parts = [f"Check FAIL on {', '.join(fail)}"] if fail else []
+    parts += [f"ERROR (faster than the device allows) on {', '.join(error)}"] if error else []
+    return "; ".join(parts)
 
 
 def _snr_text(snr: dict[str, float]) -> str:
@@ -134,51 +163,71 @@ def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = Tru
             )
         )
     elif data["metric"] and data["shapes"]:
-        failing = [s["shape"] for s in data["shapes"] if s["check"] != "PASS"]
+        failing = not_passing([(s["shape"], s["check"]) for s in data["shapes"]])
         if failing:
-            blocks.append(Para(f"No aggregate: Check FAIL on {', '.join(failing)}."))
+            blocks.append(Para(f"No aggregate: {failing}."))
     if data["shapes"]:
-        rows = [
-            [
-                s["shape"],
-                s["check"],
-                num(s["value"]),
-                num(s["best"]),
-                signed(s["vs_best_pct"]),
-                signed(s["vs_baseline_pct"]),
-                _snr_text(s["snr_db"]),
-            ]
-            for s in data["shapes"]
-        ]
-        headers = ["shape", "check", data["metric"], "best", "vs best", "vs baseline", "SNR (dB)"]
-        blocks.append(Table(headers, rows))
+        blocks.append(_shape_table(data))
     elif data["metric"] is None:
         blocks.append(Para("Nothing was measured."))
     blocks.append(Heading(level + 1, "Decision"))
     blocks.append(Para(f"**{data['decision']}**"))
     if data["reasons"]:
         blocks.append(Bullets(list(data["reasons"])))
+    if data["findings"]:
+        rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in data["findings"]]
+        blocks.append(Para("Rule 11 (real-training applicability): what the round added"))
+        blocks.append(Table(["where", "pattern", "line", "why"], rows))
     blocks.append(
         Bullets(
             [f"Attribution: {data['attribution']}", f"Next direction: {data['next_direction']}"]
         )
     )
-    if data["rollback"]:
-        rb = data["rollback"]
-        blocks.append(Heading(level + 1, "Rollback"))
-        blocks.append(
-            Bullets(
-                [
-                    f"Change: {rb['change']}",
-                    f"Expected: {rb['expected']}",
-                    f"Actual: {rb['actual']}",
-                    f"Root cause: {rb['root_cause']}",
-                    f"Lesson: {rb['lesson']}",
-                ]
-                + ([f"Reason given at rollback: {rb['reason']}"] if rb["reason"] else [])
-            )
-        )
+    blocks += _rollback_blocks(data, level)
     return blocks
+
+
+def _shape_table(data: dict[str, Any]) -> Table:
+    """Per-shape results; a % of peak column where the device's peaks are known."""
+    with_peak = any(s["pct_of_peak"] is not None for s in data["shapes"])
+    rows = [
+        [
+            s["shape"],
+            s["check"],
+            num(s["value"]),
+            num(s["best"]),
+            signed(s["vs_best_pct"]),
+            signed(s["vs_baseline_pct"]),
+            *([percent(s["pct_of_peak"])] if with_peak else []),
+            _snr_text(s["snr_db"]),
+        ]
+        for s in data["shapes"]
+    ]
+    headers = ["shape", "check", data["metric"], "best", "vs best", "vs baseline"]
+    return Table([*headers, *(["% of peak"] if with_peak else []), "SNR (dB)"], rows)
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def _rollback_blocks(data: dict[str, Any], level: int) -> list[Block]:
+    if not data["rollback"]:
+        return []
+    rb = data["rollback"]
+    return [
+        Heading(level + 1, "Rollback"),
+        Bullets(
+            [
+                f"Change: {rb['change']}",
+                f"Expected: {rb['expected']}",
+                f"Actual: {rb['actual']}",
+                f"Root cause: {rb['root_cause']}",
+                f"Lesson: {rb['lesson']}",
+            ]
+            + ([f"Reason given at rollback: {rb['reason']}"] if rb["reason"] else [])
+        ),
+    ]
 
 
 def render_summary(data: dict[str, Any], with_commit: bool = True) -> str:
@@ -196,7 +245,7 @@ def show_round(
         "commit": view.commit,
         "note": view.note,
         "csv": view.csv.decode(errors="replace") if view.csv else None,
-        "summary": summary_data(view),
+        "summary": summary_data(view, peak_pcts(campaign, view)),
     }
 
     def render(d: dict[str, Any]) -> str:

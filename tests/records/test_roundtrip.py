@@ -83,6 +83,12 @@ round_note = st.builds(
         }
     )
     | st.just({}),
+    findings=st.lists(
+        st.fixed_dictionaries(
+            {"path": text, "line": st.integers(1, 10_000), "pattern": text, "text": text}
+        ),
+        max_size=2,
+    ),
 )
 
 

@@ -11,17 +11,17 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
 def play_rounds(repo: Path) -> None:
-    """round-2 accepted (with an id()-keyed cache line), round-3 rolled back before a commit,
-    round-4 slower and rolled back with its root cause and lesson in the commit message."""
+    """round-2 accepted (with a weight cache, which rule 11 allows), round-3 rolled back before a
+    commit, round-4 slower and rolled back with its root cause and lesson in the commit message."""
     assert run_kgit("round", "start", "bigger blocks run faster").code == 0
-    (repo / "kernel.txt").write_text("speed: 110\n_cache[id(x)] = out\n")
+    (repo / "kernel.txt").write_text("speed: 110\n_w_cache[id(weight)] = w_t\n")
     assert commit(repo, "bigger blocks\n\nAttribution: fewer programs").returncode == 0
     assert run_kgit("round", "validate").code == 0
     assert run_kgit("round", "accept").code == 0
     assert run_kgit("round", "start", "unroll the K loop").code == 0
     assert run_kgit("round", "rollback", "--reason", "the gate failed on K tails").code == 0
     assert run_kgit("round", "start", "smaller tiles hide latency").code == 0
-    (repo / "kernel.txt").write_text("speed: 90\n_cache[id(x)] = out\n")
+    (repo / "kernel.txt").write_text("speed: 90\n_w_cache[id(weight)] = w_t\n")
     message = "smaller tiles\n\nRoot-Cause: too many programs\nLesson: keep 128-wide tiles"
     assert commit(repo, message).returncode == 0
     assert run_kgit("round", "validate").code == 0
