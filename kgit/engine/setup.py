@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
+from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.measure import Measurement, require_clean
 from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
 from kgit.engine.tips import print_tips
@@ -198,6 +199,8 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         current.state.fingerprint = run.fingerprint
         current.state.noise_floors = floors
         current.save("baseline (round-1)", harness_copy)
+    # After the baseline is recorded: an audit that is interrupted or cannot run loses nothing.
+    audit = audit_at_baseline(current, say, echo=echo)
     return {
         "campaign": campaign.name,
         "round": 1,
@@ -211,4 +214,5 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         "noise_floors_pct": {label: f * 100 for label, f in floors.items()},
         "fingerprint": run.fingerprint,
         "protected": protected,
+        "gate_audit": audit,
     }

@@ -22,6 +22,7 @@ MANIFEST_VERSION = 1
 KNOWN_METRICS = ("Forward TFLOPS", "Combined Step TFLOPS", "Forward GB/s", "Backward GB/s")
 
 MAX_ITERATIONS_LIMIT = 120  # the seed: max_iterations must stay below 120
+MAX_AUDIT_MUTANTS = 50  # each mutant is one run of the gate
 
 _SHAPE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -102,6 +103,7 @@ SCHEMA: dict[str, Any] = {
         "decision_policy": {"enum": ["seed", "interleaved"]},
         "thresholds": _THRESHOLDS_SCHEMA,
         "interleaved": _INTERLEAVED_SCHEMA,
+        "gate_audit_mutants": {"type": "integer", "minimum": 0, "maximum": MAX_AUDIT_MUTANTS},
     },
 }
 
@@ -117,6 +119,8 @@ _HINTS = {
     "kernel_source": "a path or a list of paths to the kernel files, relative to the repo root",
     "decision_policy": "`seed` (the seed's mechanical rule) or `interleaved` (A/B pairs, "
     "confidence intervals, calibrated noise floors)",
+    "gate_audit_mutants": f"how many mutants of kernel_source the baseline runs the gate on, "
+    f"0 (no audit) to {MAX_AUDIT_MUTANTS}",
     "interleaved": "keys: min_pairs, max_pairs, budget_s, confidence, min_effect_pct, "
     "calibration_pairs, block_ms, min_quads, max_quads, calibration_quads",
 }
@@ -177,6 +181,8 @@ class Manifest:
     decision_policy: str = "seed"
     thresholds: Thresholds = field(default_factory=Thresholds)
     interleaved: Interleaved = field(default_factory=Interleaved)
+    # Mutants of kernel_source the gate is audited on at baseline (kgit gate audit); 0: none.
+    gate_audit_mutants: int = 6
 
     @property
     def shape_labels(self) -> list[str]:
