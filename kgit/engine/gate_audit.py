@@ -194,7 +194,7 @@ def audit_gate(
     shown = ", ".join(f"{p} ({len(m)})" for p, m in plan.mutants.items())
     say(f"gate audit of {plan.commit[:10]}: mutation sites in {shown}")
     with _exclusive(campaign), _scratch_tree(campaign, plan, say, echo=echo) as tree:
-        _audit_in(campaign, plan, tree, audit, say, count=count, timeout_s=timeout_s)
+        control = _audit_in(campaign, plan, tree, audit, say, count=count, timeout_s=timeout_s)
     audit.seconds = round(time.monotonic() - started, 3)
     record_audit(campaign, audit)
     if audit.error:
@@ -202,6 +202,7 @@ def audit_gate(
             audit.error,
             hint="the gate must pass on a clean checkout of the best line: commit what it "
             f"needs, then try it there: cd {_tree_path(campaign)} && {audit.command}",
+            details=control.tail[-4000:],
         )
     return audit
 
@@ -254,8 +255,9 @@ def _audit_in(
     *,
     count: int,
     timeout_s: float | None,
-) -> None:
-    """Control, canaries, mutants: the three kinds of gate run, filling AUDIT."""
+) -> CommandResult:
+    """Control, canaries, mutants: the three kinds of gate run, filling AUDIT. Returns the
+    control's result."""
     limit = campaign.manifest.timeout_s
     control = _gate(campaign, tree, limit)
     audit.control_s = round(control.seconds, 3)
@@ -266,8 +268,7 @@ def _audit_in(
             f"{plan.commit[:10]} (it {why} after {control.seconds:.1f} s), so no mutant can be "
             "judged"
         )
-        say(control.tail[-2000:].rstrip())
-        return
+        return control
     allowed = timeout_s or min(limit, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * control.seconds
                                           + TIMEOUT_MARGIN_S))  # fmt: skip
     audit.timeout_s = round(allowed, 1)
@@ -287,6 +288,7 @@ def _audit_in(
             f"{mutant.description}: {result.outcome.upper() if result.outcome == SURVIVED else result.outcome}"
             f"{by if result.outcome == CAUGHT else ''} ({result.seconds:.1f} s)"
         )
+    return control
 
 
 def _canary_passes(

@@ -192,11 +192,12 @@ def _python_sites(
         if isinstance(node.op, ast.Div | ast.FloorDiv) and _has_reduction(node.left):
             denominator = _wrong_denominator(node.right, names)
             sign = _ARITH_SIGN[type(node.op)]
+            shown = ast.unparse(denominator)
+            shown = shown if isinstance(denominator, ast.Name) else f"({shown})"
             yield (
                 "denominator",
                 ast.BinOp(node.left, node.op, denominator),
-                f"`{sign} {_short(ast.unparse(node.right))}` -> "
-                f"`{sign} {_short(ast.unparse(denominator))}`",
+                f"`{sign} {_short(ast.unparse(node.right))}` -> `{sign} {_short(shown)}`",
             )
         new_op = _ARITH[type(node.op)]()
         yield (

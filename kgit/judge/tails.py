@@ -71,12 +71,14 @@ def tail_warning(
     """Why no target shape exercises a tail, or None when one does (or nothing was found to
     tell). A block named for a dimension (BLOCK_M) is checked against that dimension only."""
     sized = [_dims(shape) for shape in shapes]
+    if not any(sized):
+        return None  # shapes without M, N, K: nothing to tell
     reasons = []
     if blocks and not any(_has_tail(dims, blocks) for dims in sized):
         listed = ", ".join(f"{b.name} = {b.value} at {b.where}" for b in _unique(blocks))
         reasons.append(f"every dimension is a multiple of the block that tiles it ({listed})")
     all_pow2 = all(v & (v - 1) == 0 for dims in sized for v in dims.values())
-    if padding and all_pow2 and any(sized):
+    if padding and all_pow2:
         reasons.append(
             f"the kernel pads to a power of two ({', '.join(padding)}) and every dimension "
             "of every target shape is a power of two"
