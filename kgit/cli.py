@@ -896,8 +896,9 @@ def gate_audit(
       2. with each kernel_source file made unloadable: a gate that still passes never
          loads that file (it may import an installed copy);
       3. on N mutants, one at a time: a reduction divided by the padded block width
-         (N -> BLOCK_N), a load or store without its mask or other=, a bound off by one
-         (< -> <=), an arithmetic operator swapped, an integer off by one.
+         (N -> BLOCK_N), masked-off lanes reading another value (other=0.0 -> 1.0), a
+         load or store without its mask, a bound off by one (< -> <=), an arithmetic
+         operator swapped, an integer off by one.
     A mutant the gate fails on is caught (a hang counts as caught); one it passes has
     SURVIVED: a bug the gate cannot see. Python/Triton files are mutated through their
     syntax tree, C/C++/CUDA/HIP files by tokens (with rebuild_command, a mutant that does

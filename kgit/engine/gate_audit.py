@@ -315,19 +315,30 @@ def _try_mutant(
 ) -> MutantResult:
     result, built = _gate_with(campaign, tree, mutant.path, mutant.apply(source), source, allowed)
     if not built or result is None:
-        outcome, seconds, tail = NOT_BUILT, 0.0, ""
+        outcome, seconds = NOT_BUILT, 0.0
     else:
-        seconds, tail = result.seconds, result.tail
+        seconds = result.seconds
         outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
-    failed = _PYTEST_FAILED.search(tail) if outcome == CAUGHT else None
     return MutantResult(
         where=mutant.where,
         kind=mutant.kind,
         mutation=mutant.description,
         outcome=outcome,
         seconds=round(seconds, 3),
-        caught_by=failed.group(1) if failed else None,
+        caught_by=_caught_by(result) if result is not None and outcome == CAUGHT else None,
     )
+
+
+def _caught_by(result: CommandResult) -> str:
+    """The first test pytest names as failed, else how the gate ended (a crash of the kernel,
+    an out-of-bounds access that killed the process, shows as its exit status)."""
+    failed = _PYTEST_FAILED.search(result.tail)
+    if failed:
+        return failed.group(1)
+    code = result.returncode or 0
+    signals = {128 + 6: "SIGABRT", 128 + 11: "SIGSEGV", 128 + 7: "SIGBUS", -6: "SIGABRT",
+               -11: "SIGSEGV", -7: "SIGBUS"}  # fmt: skip
+    return f"exit {code}" + (f" ({signals[code]})" if code in signals else "")
 
 
 def _gate_with(

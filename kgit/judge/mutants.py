@@ -6,10 +6,12 @@ gate cannot see. The mutations are the bugs kernel rounds actually make:
 
 - `denominator`: a reduction divided by the wrong count (`tl.sum(x * x) / N` -> `/ BLOCK_N`, the
   padded block width: right only when N is a power of two; seen passing a real project's gate);
-- `mask`: a load or store without its mask (and `other=`), or without `other=` alone;
-- `boundary`: a bounds check off by one (`rows < M` -> `rows <= M`);
 - `arith`: an arithmetic operator swapped (`+` <-> `-`, `*` -> `+`, `/` -> `*`);
-- `constant`: an integer constant off by one.
+- `boundary`: a bounds check off by one (`rows < M` -> `rows <= M`);
+- `mask`: a load or store without its mask (and `other=`): an out-of-bounds access;
+- `constant`: an integer constant off by one;
+- `other`: masked-off lanes of a load that feeds a reduction or a dot read another value
+  (`other=0.0` -> `other=1.0`).
 
 Why our own mutator rather than cosmic-ray or mutmut: both are built to run a whole test suite
 over hundreds of generic mutants (cosmic-ray rewrites the files of the tree it is given, in place),
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 # The order in which kinds are drawn: the first mutants of an audit are the most telling ones.
-KINDS = ("denominator", "mask", "boundary", "arith", "constant")
+KINDS = ("denominator", "arith", "boundary", "mask", "constant", "other")
 
 PYTHON_SUFFIXES = (".py",)
 CPP_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hip", ".inl")
@@ -117,6 +119,8 @@ _ARITH_SIGN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Floo
 _BOUNDARY = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _REDUCTIONS = {"sum", "cumsum", "nansum"}
+_REDUCING = {"sum", "cumsum", "nansum", "max", "min", "argmax", "argmin", "reduce", "dot",
+             "xor_sum", "cumprod", "prod", "mean"}  # fmt: skip
 _MASKED_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg"}
 # Integers whose change only trips a compile-time check (axes, launch settings, power-of-two
 # block shapes): caught by any gate, so they would waste the audit's few mutants.
@@ -140,15 +144,56 @@ def python_mutants(path: str, source: bytes) -> list[Mutant]:
     for function in _kernel_functions(tree):
         names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
         names |= {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+        scope = _Scope(names, _loads_feeding_reductions(function))
         for statement in function.body:
             if isinstance(statement, _NESTED):
                 continue  # a nested function is one of the functions walked on its own
             for node, parent in _walk_with_parent(statement):
-                for kind, new, text in _python_sites(node, parent, names):
+                for kind, new, text in _python_sites(node, parent, scope):
                     mutant = _splice(path, source, offsets, node, new, kind, text)
                     if mutant is not None:
                         found.append(mutant)
     return sorted(found, key=lambda m: (m.start, m.kind))
+
+
+@dataclass(frozen=True)
+class _Scope:
+    names: set[str]  # every name of the function: its BLOCK_* parameters among them
+    feeding: set[int]  # ids of the load calls whose value reaches a reduction or a dot
+
+
+def _loads_feeding_reductions(function: ast.AST) -> set[int]:
+    """The loads whose masked-off lanes can change a result: their value reaches, through
+    plain assignments, the arguments of a reduction or a dot. Elsewhere those lanes only flow
+    into masked stores, and changing `other=` there is an equivalent mutant (noise)."""
+    deps: dict[str, set[str]] = {}
+    loads_of: dict[str, set[int]] = {}
+    reduced: set[str] = set()
+    direct: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            loads = {id(n) for n in ast.walk(node.value) if _is_load(n)}
+            for target in targets:
+                for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                    deps.setdefault(name, set()).update(used)
+                    loads_of.setdefault(name, set()).update(loads)
+        elif isinstance(node, ast.Call) and _call_name(node) in _REDUCING:
+            for argument in [*node.args, *(k.value for k in node.keywords)]:
+                reduced |= {n.id for n in ast.walk(argument) if isinstance(n, ast.Name)}
+                direct |= {id(n) for n in ast.walk(argument) if _is_load(n)}
+    reaching, todo = set(), list(reduced)
+    while todo:
+        name = todo.pop()
+        if name not in reaching:
+            reaching.add(name)
+            todo.extend(deps.get(name, ()))
+    return direct.union(*(loads_of.get(name, set()) for name in reaching))
+
+
+def _is_load(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _call_name(node) == "load"
 
 
 def _kernel_functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -185,12 +230,12 @@ def _walk_with_parent(root: ast.AST) -> Iterator[tuple[ast.AST, ast.AST | None]]
 
 
 def _python_sites(
-    node: ast.AST, parent: ast.AST | None, names: set[str]
+    node: ast.AST, parent: ast.AST | None, scope: _Scope
 ) -> Iterator[tuple[str, ast.expr, str]]:
     """(kind, mutated node, description) for each mutation of NODE itself."""
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITH and not _is_text(node):
         if isinstance(node.op, ast.Div | ast.FloorDiv) and _has_reduction(node.left):
-            denominator = _wrong_denominator(node.right, names)
+            denominator = _wrong_denominator(node.right, scope.names)
             sign = _ARITH_SIGN[type(node.op)]
             shown = ast.unparse(denominator)
             shown = shown if isinstance(denominator, ast.Name) else f"({shown})"
@@ -220,15 +265,26 @@ def _python_sites(
             dropped = [k for k in node.keywords if k.arg in ("mask", "other")]
             shown = ", ".join(_short(ast.unparse(k), 30) for k in dropped)
             yield "mask", _without(node, dropped), f"{call}: drop `{shown}`"
-        if "mask" in keywords and "other" in keywords:
-            other = keywords["other"]
-            yield (
-                "mask",
-                _without(node, [other]),
-                f"{call}: drop `{_short(ast.unparse(other), 30)}`",
-            )
+        if "mask" in keywords and "other" in keywords and id(node) in scope.feeding:
+            yield _other_changed(node, keywords["other"], call)
     elif (value := _mutable_int(node, parent)) is not None:
         yield "constant", ast.Constant(value + 1), f"`{value}` -> `{value + 1}`"
+
+
+def _other_changed(call: ast.Call, other: ast.keyword, shown: str) -> tuple[str, ast.expr, str]:
+    """The value masked-off lanes read, changed: a code path that leans on it (a sum over the
+    padded lanes) goes wrong unless no lane is ever masked off. A numeric `other` gets one added
+    (dropping `other=0.0` would change nothing: Triton's interpreter, and in practice the GPU,
+    read masked-off lanes as zero); any other `other` (say `-inf` for a max) is dropped."""
+    value = other.value.value if isinstance(other.value, ast.Constant) else None
+    if type(value) in (int, float):
+        assert isinstance(value, int | float)
+        new_value = ast.Constant(value + 1)
+        new = copy.copy(call)
+        new.keywords = [ast.keyword("other", new_value) if k is other else k for k in call.keywords]
+        before, after = ast.unparse(other), f"other={ast.unparse(new_value)}"
+        return "other", new, f"{shown}: `{_short(before, 30)}` -> `{after}`"
+    return "other", _without(call, [other]), f"{shown}: drop `{_short(ast.unparse(other), 30)}`"
 
 
 def _without(call: ast.Call, dropped: list[ast.keyword]) -> ast.Call:
