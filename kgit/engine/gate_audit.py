@@ -58,6 +58,7 @@ MAX_SOURCE_BYTES = 1_000_000
 # A mutant may take this many times the unmutated gate's time, plus a margin, before it counts
 # as a hang (caught): a mutant that loops forever must not stall the audit for timeout_s.
 TIMEOUT_FACTOR, TIMEOUT_MARGIN_S, TIMEOUT_FLOOR_S = 3.0, 10.0, 30.0
+_REGULAR = ("100644", "100755")
 _PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
@@ -83,14 +84,15 @@ def plan_audit(campaign: Campaign, commit: str) -> Plan:
     # The gate's own files and the harness are never mutated, even inside a kernel_source folder.
     fixed = set(command_paths(manifest.test_command)) | set(manifest.protected_paths)
     listed = repo.ls_tree(commit)
-    paths = [
-        path
-        for path, (mode, _sha) in listed.items()
-        if in_kernel_source(path, manifest.kernel_source) and mode != "160000"
-    ]
+    paths = [p for p in listed if in_kernel_source(p, manifest.kernel_source)]
     for source in manifest.kernel_source:
         if not any(in_kernel_source(path, [source]) for path in paths):
             plan.skipped.append(f"{source}: matches no file at {commit[:10]}")
+    # Only regular files: writing a mutant through a symbolic link would change the file it
+    # points to, which may be outside kgit's work tree (the user's own copy).
+    for path in [p for p in paths if listed[p][0] not in _REGULAR]:
+        plan.skipped.append(f"{path}: not a regular file (a symbolic link or a submodule)")
+    paths = [p for p in paths if listed[p][0] in _REGULAR]
     blobs = repo.read_blobs([listed[p][1] for p in paths])
     blocks, padding = [], []
     for path in paths:
@@ -347,6 +349,8 @@ def _gate_with(
     """The gate on TREE with PATH holding CHANGED, then PATH restored: (result, built). With a
     rebuild step, a failed rebuild means the gate never ran (None, False)."""
     target = tree / path
+    if target.is_symlink() or not target.resolve().is_relative_to(tree.resolve()):
+        raise KgitError(f"gate audit: {path} in kgit's work tree is not a regular file of it")
     target.write_bytes(changed)
     try:
         rebuild = campaign.manifest.rebuild_command

@@ -131,6 +131,11 @@ _SHAPE_CALLS = {"arange", "zeros", "full", "ones", "empty", "static_range", "res
 
 def python_mutants(path: str, source: bytes) -> list[Mutant]:
     try:
+        source.decode()
+    except UnicodeDecodeError:
+        # The AST's column offsets count UTF-8 bytes: splicing another encoding would misplace.
+        raise NotMutable("is not UTF-8") from None
+    try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)

@@ -147,13 +147,18 @@ def test_a_gate_failing_on_the_unmutated_kernel_is_an_error(kernel_repo: Path) -
         ("kernel_source: [missing.py]", "missing.py: matches no file"),
         ("kernel_source: [kernel.txt]", "kernel.txt: no mutator for .txt files"),
         ("kernel_source: [broken.py]", "broken.py: does not parse as Python"),
+        # a mutant written through a link would change the file it points to: never
+        ("kernel_source: [link.py]", "link.py: not a regular file"),
     ],
 )
 def test_nothing_to_mutate_is_refused_with_the_reason(
     kernel_repo: Path, source: str, message: str
 ) -> None:
     (kernel_repo / "broken.py").write_text("def f(:\n")
-    git(kernel_repo, "add", "broken.py")
+    outside = kernel_repo.parent / "outside.py"
+    outside.write_text(KERNEL)
+    (kernel_repo / "link.py").symlink_to(outside)
+    git(kernel_repo, "add", "broken.py", "link.py")
     git(kernel_repo, "commit", "-qm", "broken")
     text = (kernel_repo / "manifest.yaml").read_text().replace("kernel_source: kernel.txt", source)
     (kernel_repo / "manifest.yaml").write_text(text)
@@ -164,6 +169,7 @@ def test_nothing_to_mutate_is_refused_with_the_reason(
     assert message in error["error"] and "nothing to mutate" in error["error"]
     assert "kernel_source names" in error["hint"]
     assert "gate audit" not in run_kgit("status").out  # nothing recorded
+    assert outside.read_text() == KERNEL
 
 
 def _tree_state(repo: Path) -> tuple[str, bytes, bytes]:
