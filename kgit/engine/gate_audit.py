@@ -16,24 +16,18 @@ which the next audit's checkout resets.
 
 from __future__ import annotations
 
-import fcntl
 import re
-import shutil
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kgit.engine.audit_tree import exclusive, gate_with, run_gate, scratch_tree, tree_path
 from kgit.engine.gate import Say
-from kgit.engine.measure import harness_env
-from kgit.engine.runner import CommandResult, run_command
+from kgit.engine.runner import CommandResult
 from kgit.engine.store import Campaign, now
-from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
-from kgit.gitdoor import open_repo
 from kgit.judge.mutants import (
     CPP_SUFFIXES,
     PYTHON_SUFFIXES,
@@ -53,7 +47,6 @@ from kgit.records.gate_audit import (
     MutantResult,
 )
 
-SIDE = "audit"  # kgit's work tree for audits: .git/kgit/worktrees/<campaign>/audit
 MAX_SOURCE_BYTES = 1_000_000
 # A mutant may take this many times the unmutated gate's time, plus a margin, before it counts
 # as a hang (caught): a mutant that loops forever must not stall the audit for timeout_s.
@@ -195,7 +188,8 @@ def audit_gate(
     )
     shown = ", ".join(f"{p} ({len(m)})" for p, m in plan.mutants.items())
     say(f"gate audit of {plan.commit[:10]}: mutation sites in {shown}")
-    with _exclusive(campaign), _scratch_tree(campaign, plan, say, echo=echo) as tree:
+    scratch = scratch_tree(campaign, plan.commit, plan.sources, say, echo=echo)
+    with exclusive(campaign), scratch as tree:
         control = _audit_in(campaign, plan, tree, audit, say, count=count, timeout_s=timeout_s)
     audit.seconds = round(time.monotonic() - started, 3)
     record_audit(campaign, audit)
@@ -203,7 +197,7 @@ def audit_gate(
         raise UnjudgeableGate(
             audit.error,
             hint="the gate must pass on a clean checkout of the best line: commit what it "
-            f"needs, then try it there: cd {_tree_path(campaign)} && {audit.command}",
+            f"needs, then try it there: cd {tree_path(campaign)} && {audit.command}",
             details=control.tail[-4000:],
         )
     return audit
@@ -261,7 +255,7 @@ def _audit_in(
     """Control, canaries, mutants: the three kinds of gate run, filling AUDIT. Returns the
     control's result."""
     limit = campaign.manifest.timeout_s
-    control = _gate(campaign, tree, limit)
+    control = run_gate(campaign, tree, limit)
     audit.control_s = round(control.seconds, 3)
     if not control.ok:
         why = "timed out" if control.returncode is None else f"exited {control.returncode}"
@@ -303,7 +297,7 @@ def _canary_passes(
     else:
         assert suffix in CPP_SUFFIXES
         broken = b'#error "kgit gate audit: a canary that must not build"\n' + source
-    result, built = _gate_with(campaign, tree, path, broken, source, allowed)
+    result, built = gate_with(campaign, tree, path, broken, source, allowed)
     passes = built and result is not None and result.ok
     if passes:
         say(f"gate audit: the gate PASSES with {path} unable to load: it never loads that file")
@@ -315,7 +309,7 @@ def _canary_passes(
 def _try_mutant(
     campaign: Campaign, tree: Path, mutant: Mutant, source: bytes, allowed: float
 ) -> MutantResult:
-    result, built = _gate_with(campaign, tree, mutant.path, mutant.apply(source), source, allowed)
+    result, built = gate_with(campaign, tree, mutant.path, mutant.apply(source), source, allowed)
     if not built or result is None:
         outcome, seconds = NOT_BUILT, 0.0
     else:
@@ -343,85 +337,6 @@ def _caught_by(result: CommandResult) -> str:
     return f"exit {code}" + (f" ({signals[code]})" if code in signals else "")
 
 
-def _gate_with(
-    campaign: Campaign, tree: Path, path: str, changed: bytes, original: bytes, allowed: float
-) -> tuple[CommandResult | None, bool]:
-    """The gate on TREE with PATH holding CHANGED, then PATH restored: (result, built). With a
-    rebuild step, a failed rebuild means the gate never ran (None, False)."""
-    target = tree / path
-    if target.is_symlink() or not target.resolve().is_relative_to(tree.resolve()):
-        raise KgitError(f"gate audit: {path} in kgit's work tree is not a regular file of it")
-    target.write_bytes(changed)
-    try:
-        rebuild = campaign.manifest.rebuild_command
-        if rebuild:
-            built = run_command(rebuild, tree, campaign.manifest.timeout_s, env=_env(tree))
-            if not built.ok:
-                return None, False
-        return _gate(campaign, tree, allowed), True
-    finally:
-        target.write_bytes(original)
-        _reset(tree)
-
-
-def _gate(campaign: Campaign, tree: Path, timeout_s: float) -> CommandResult:
-    return run_command(campaign.manifest.test_command, tree, timeout_s, env=_env(tree))
-
-
-def _env(tree: Path) -> dict[str, str]:
-    # The tree's own code first on the import path (as for the harness), and no bytecode cache:
-    # a mutant of the same size written within the same second as the file it replaced would
-    # otherwise be read back from, or leave behind, a stale .pyc.
-    env = harness_env(tree)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-def _reset(tree: Path) -> None:
-    """Back to the commit's files: what a gate run wrote goes, ignored build outputs stay."""
-    scratch = open_repo(tree)
-    scratch.git("checkout", "-q", "-f", "--", ".")
-    scratch.git("clean", "-q", "-ffd")
-
-
-def _tree_path(campaign: Campaign) -> Path:
-    return campaign.repo.kgit_dir() / "worktrees" / campaign.name / SIDE
-
-
-@contextmanager
-def _scratch_tree(campaign: Campaign, plan: Plan, say: Say, *, echo: bool) -> Iterator[Path]:
-    """kgit's audit work tree at the plan's commit, reset however the audit ends. After mutants
-    were rebuilt there, its build no longer matches the commit: the next use rebuilds."""
-    tree = measuring_tree(campaign, plan.commit, SIDE, say, echo=echo)
-    for folder in {(tree / path).parent / "__pycache__" for path in plan.sources}:
-        shutil.rmtree(folder, ignore_errors=True)  # stale bytecode of an earlier, killed audit
-    try:
-        yield tree
-    finally:
-        if campaign.manifest.rebuild_command:
-            (tree.parent / f"{SIDE}.built").unlink(missing_ok=True)
-        _reset(tree)
-
-
-@contextmanager
-def _exclusive(campaign: Campaign) -> Iterator[None]:
-    """One audit of a campaign at a time: two would mutate the same work tree."""
-    folder = campaign.repo.kgit_dir() / "worktrees" / campaign.name
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{SIDE}.lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise KgitError(
-                f"another gate audit of campaign {campaign.name} is running",
-                hint="wait for it to end; kgit status shows the last audit",
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def record_audit(campaign: Campaign, audit: GateAudit) -> None:
     """The audit into the campaign state (the record ref's history keeps earlier ones)."""
     with campaign.repo.write_lock():
@@ -429,11 +344,6 @@ def record_audit(campaign: Campaign, audit: GateAudit) -> None:
         current.state.gate_audit = audit.to_dict()
         caught = f"{audit.caught} of {audit.tried} mutants caught"
         current.save(f"gate audit of {audit.commit[:10]}: {audit.error or caught}")
-
-
-def latest_audit(campaign: Campaign) -> GateAudit | None:
-    data = campaign.state.gate_audit
-    return GateAudit.from_dict(data) if data else None
 
 
 def warn(message: str) -> None:
