@@ -903,8 +903,8 @@ def gate_audit(
     SURVIVED: a bug the gate cannot see. Python/Triton files are mutated through their
     syntax tree, C/C++/CUDA/HIP files by tokens (with rebuild_command, a mutant that does
     not build is set aside, not counted). The same source always gives the same mutants.
-    Also warns when no target shape has a tail (every dimension a multiple of every
-    BLOCK_*/TILE_* constant). The audit is stored in the campaign record (kgit status,
+    Also warns when no target shape has a tail (every M, N, K a multiple of the
+    BLOCK_*/TILE_* constant that tiles it; sizes chosen at run time are not seen). The audit is stored in the campaign record (kgit status,
     kgit report); kgit baseline runs one with the manifest's gate_audit_mutants (0: off).
     """
     from kgit.engine.gate_audit import run_audit

@@ -260,7 +260,9 @@ def gate_audit_lines(summary: dict[str, Any] | None, best_commit: str) -> list[s
     older = "" if summary["commit"] == best_commit else " (an earlier best line)"
     where = f"gate audit of {summary['commit'][:10]}{older}"
     if summary["error"]:
-        return [f"warning   {where} could not judge: {summary['error']}"]
+        return [
+            f"warning   {where} could not judge: {summary['error'].removeprefix('gate audit: ')}"
+        ]
     weak = summary["survived"] or summary["unexercised"]
     text = f"{where}: {summary['caught']} of {summary['tried']} mutants caught"
     if not weak:

@@ -267,6 +267,30 @@ def test_baseline_runs_the_audit_and_the_manifest_sizes_it(kernel_repo: Path) ->
     assert "2 SURVIVED" in run_kgit("status").out
 
 
+def test_a_baseline_interrupted_in_its_audit_keeps_its_baseline(kernel_repo: Path) -> None:
+    repo = _campaign(kernel_repo, HANGS, "gate_audit_mutants: 2\n")
+    audit_tree = repo / ".git" / "kgit" / "worktrees" / "c1" / "audit"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or "CONFIG" in k}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kgit", "-q", "baseline"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not processes_under(audit_tree, "check_kernel.py"):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err
+    status = run_kgit("status", "--json").json()
+    assert status["baselined"] is True and status["gate_audit"] is None  # type: ignore[index]
+    assert status["next_step"] == 'kgit round start "HYPOTHESIS"'  # type: ignore[index]
+    assert processes_under(repo) == []
+
+
 def test_gate_audit_mutants_zero_turns_the_baseline_audit_off(kernel_repo: Path) -> None:
     _campaign(kernel_repo, WEAK, "gate_audit_mutants: 0\n")
     result = run_kgit("baseline", "--json")
