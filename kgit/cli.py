@@ -267,9 +267,18 @@ def baseline(obj: Ctx, as_json: bool) -> None:
         lambda r: (
             f"baseline recorded on {r['commit'][:10]}: {r['metric']} aggregate {r['aggregate']:.4g}\n"
             f"representative shapes: {', '.join(r['representative_shapes'])}\n"
+            f"{_audit_line(r['gate_audit'])}"
             'next: kgit round start "HYPOTHESIS"'
         ),
     )
+
+
+def _audit_line(audit: dict[str, Any] | None) -> str:
+    if audit is None:
+        return ""
+    survived = f", {audit['survived']} SURVIVED (kgit gate audit)" if audit["survived"] else ""
+    never = "".join(f"; the gate never loads {path}" for path in audit["unexercised"])
+    return f"gate audit: {audit['caught']} of {audit['tried']} mutants caught{survived}{never}\n"
 
 
 @cli.group(context_settings=CONTEXT)
@@ -980,3 +989,74 @@ def csv_parse(obj: Ctx, file: Path, metric: str | None, as_json: bool) -> None:
             metric = "Forward TFLOPS"
     data = read_capped(file, MAX_CSV_BYTES, "summary CSV")
     emit(parse_csv_data(data, metric, str(file)), as_json, render_csv_data)
+
+
+# --- the gate audit ---
+
+
+@cli.group(context_settings=CONTEXT)
+def gate() -> None:
+    """The correctness gate (the manifest's test_command, run by the commit hook)."""
+
+
+@gate.command("audit")
+@click.option(
+    "--max",
+    "count",
+    type=click.IntRange(1, 50),
+    metavar="N",
+    help="Mutants to run the gate on [default: the manifest's gate_audit_mutants, or 6 when "
+    "that is 0].",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    metavar="S",
+    help="Seconds one mutant's gate may run before it counts as a hang (caught) [default: 3x "
+    "the unmutated gate's time + 10 s, at least 30 s, at most timeout_s].",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when a mutant survives or the gate never loads a kernel file (for agents "
+    "and CI); without it the audit warns and exits 0.",
+)
+@json_option
+@click.pass_obj
+def gate_audit(
+    obj: Ctx, count: int | None, timeout_s: float | None, strict: bool, as_json: bool
+) -> None:
+    """Check that the gate catches small bugs planted in the kernel (a mutation check).
+
+    \b
+    A gate that does not exercise the kernel passes anything: tests that check only
+    shapes and dtypes, or compare the kernel with itself, or use power-of-two shapes only.
+    kgit copies the best line's commit into its own work tree (.git/kgit/worktrees/
+    NAME/audit; your work tree is never touched) and runs the gate there:
+      1. on the unmutated kernel: it must pass (its time sets each mutant's timeout);
+      2. with each kernel_source file made unloadable: a gate that still passes never
+         loads that file (it may import an installed copy);
+      3. on N mutants, one at a time: a reduction divided by the padded block width
+         (N -> BLOCK_N), masked-off lanes reading another value (other=0.0 -> 1.0), a
+         load or store without its mask, a bound off by one (< -> <=), an arithmetic
+         operator swapped, an integer off by one.
+    A mutant the gate fails on is caught (a hang counts as caught); one it passes has
+    SURVIVED: a bug the gate cannot see. Python/Triton files are mutated through their
+    syntax tree, C/C++/CUDA/HIP files by tokens (with rebuild_command, a mutant that does
+    not build is set aside, not counted). The same source always gives the same mutants.
+    Also warns when no target shape has a tail (every M, N, K a multiple of the
+    BLOCK_*/TILE_* constant that tiles it; sizes chosen at run time are not seen). The audit is stored in the campaign record (kgit status,
+    kgit report); kgit baseline runs one with the manifest's gate_audit_mutants (0: off).
+    """
+    from kgit.engine.gate_audit import run_audit
+    from kgit.views.gate_audit import audit_data, render_audit
+
+    campaign = obj.campaign()
+    wanted = count or campaign.manifest.gate_audit_mutants or 6
+    audit = run_audit(
+        campaign, obj.say, count=wanted, trigger="kgit gate audit", timeout_s=timeout_s
+    )
+    emit(audit_data(audit), as_json, render_audit)
+    if strict and audit.weak:
+        sys.exit(1)  # the gate let a wrong kernel through: a refusal, facts already printed

@@ -243,6 +243,8 @@ class Demo:
             "quick_command": f"{python} {self.kernel.harness_file}",
             "timeout_s": 900,
             "max_iterations": 20,
+            # The baseline's gate audit, shown on a few mutants: each costs one run of the tests.
+            "gate_audit_mutants": 4,
             "target_shapes": shapes,
         }
         # JSON is YAML too; the file stays untracked (ignored): kgit keeps its own copy in git.
@@ -287,7 +289,7 @@ def run_demo(kernel_name: str, where: Path | None, gpu: bool | None) -> Path:
     demo.write_manifest()
     demo.title("define the target and install the commit gate")
     demo.kgit("init", name, "--manifest", "manifest.yaml")
-    demo.title("baseline (round-1): tests, then every target shape")
+    demo.title("baseline (round-1): tests, every target shape, then an audit of the gate")
     demo.kgit("baseline")
     _improving_round(demo)
     _blocked_round(demo)

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
+from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.integrity import campaign_floor, impossible, measured_rates
 from kgit.engine.measure import Measurement, require_clean
@@ -195,6 +196,8 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             [current.bench_note(base, run.csv), current.round_note(base, note)],
             [(kept, base, repo.rev_parse(kept))],
         )
+    # After the baseline is recorded: an audit that is interrupted or cannot run loses nothing.
+    audit = audit_at_baseline(current, say, echo=echo)
     return {
         "campaign": campaign.name,
         "round": 1,
@@ -208,4 +211,5 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         "noise_floors_pct": {label: f * 100 for label, f in floors.items()},
         "fingerprint": run.fingerprint,
         "protected": protected,
+        "gate_audit": audit,
     }

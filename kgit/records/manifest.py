@@ -23,6 +23,7 @@ MANIFEST_VERSION = 1
 KNOWN_METRICS = ("Forward TFLOPS", "Combined Step TFLOPS", "Forward GB/s", "Backward GB/s")
 
 MAX_ITERATIONS_LIMIT = 120  # the seed: max_iterations must stay below 120
+MAX_AUDIT_MUTANTS = 50  # each mutant is one run of the gate
 
 # The dtype names of a shape (kgit.measure.shapes maps them to torch dtypes; a test keeps the two
 # in step). Checked at `kgit init`, case-insensitively, so `fp23` fails before any test runs.
@@ -135,6 +136,7 @@ SCHEMA: dict[str, Any] = {
         "thresholds": _THRESHOLDS_SCHEMA,
         "interleaved": _INTERLEAVED_SCHEMA,
         "peaks": _PEAKS_SCHEMA,
+        "gate_audit_mutants": {"type": "integer", "minimum": 0, "maximum": MAX_AUDIT_MUTANTS},
     },
 }
 
@@ -153,6 +155,8 @@ _HINTS = {
     "peaks": "keys: tflops (a number, or one per precision: "
     + ", ".join(PRECISIONS)
     + "), gbps, cache_mb, margin_pct",
+    "gate_audit_mutants": f"how many mutants of kernel_source the baseline runs the gate on, "
+    f"0 (no audit) to {MAX_AUDIT_MUTANTS}",
     "interleaved": "keys: min_pairs, max_pairs, budget_s, confidence, min_effect_pct, "
     "calibration_pairs, block_ms, min_quads, max_quads, calibration_quads",
 }
@@ -231,6 +235,8 @@ class Manifest:
     thresholds: Thresholds = field(default_factory=Thresholds)
     interleaved: Interleaved = field(default_factory=Interleaved)
     peaks: Peaks = field(default_factory=Peaks)
+    # Mutants of kernel_source the gate is audited on at baseline (kgit gate audit); 0: none.
+    gate_audit_mutants: int = 6
 
     @property
     def shape_labels(self) -> list[str]:

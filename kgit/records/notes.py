@@ -302,6 +302,8 @@ class CampaignState:
     # The last `kgit finish`: {"branch", "commit", "best"}; kept after a reopen as history.
     final: dict[str, str] | None = None
     reopened: list[str] = field(default_factory=list)  # when `round start --reopen` reopened it
+    # The latest gate audit (kgit/records/gate_audit.py), as a mapping; None before any.
+    gate_audit: dict[str, Any] | None = None
 
     def to_json(self) -> bytes:
         return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode()

@@ -20,6 +20,7 @@ from kgit.engine.seal import CHANGED, UNRECORDED, drifts
 from kgit.engine.store import Campaign, write_cache
 from kgit.engine.trust import trust_of
 from kgit.judge.scoring import pct
+from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
 
 # Iteration rule 7: what to do after N consecutive rollbacks.
@@ -164,6 +165,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "gate_installed": not hooks_missing(campaign.repo),
         # Rounds whose note on the notes ref differs from what kgit recorded (kgit doctor).
         "notes_changed": [row["round"] for row in rows if row.get("note")],
+        # The latest gate audit's counts and survivors (kgit gate audit), None before any.
+        "gate_audit": _gate_audit(campaign),
     }
     if open_round:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
@@ -259,6 +262,7 @@ def render_status(data: dict[str, Any]) -> str:
             + (f" [verdict: {current['verdict']}]" if current["verdict"] else "")
         )
     lines += _recovery_lines(data)
+    lines += gate_audit_lines(data.get("gate_audit"), best["commit"])
     if data["stagnation_review_due"]:
         lines.append(
             f"warning   {data['consecutive_rollbacks']} rollbacks in a row: stagnation "
@@ -270,6 +274,35 @@ def render_status(data: dict[str, Any]) -> str:
         lines.append("finished  yes")
     lines.append(f"next      {data['next_step']}")
     return "\n".join(lines)
+
+
+def _gate_audit(campaign: Campaign) -> dict[str, Any] | None:
+    stored = campaign.state.gate_audit
+    return GateAudit.from_dict(stored).summary() if stored else None
+
+
+def gate_audit_lines(summary: dict[str, Any] | None, best_commit: str) -> list[str]:
+    """`kgit status`'s line about the latest audit (nothing when none was recorded)."""
+    if summary is None:
+        return []
+    older = "" if summary["commit"] == best_commit else " (an earlier best line)"
+    where = f"gate audit of {summary['commit'][:10]}{older}"
+    if summary["error"]:
+        return [
+            f"warning   {where} could not judge: {summary['error'].removeprefix('gate audit: ')}"
+        ]
+    weak = summary["survived"] or summary["unexercised"]
+    text = f"{where}: {summary['caught']} of {summary['tried']} mutants caught"
+    if not weak:
+        return [f"gate      {text}"]
+    survivors = ", ".join(s.split(" ", 1)[0] for s in summary["survivors"][:3])
+    more = " ..." if len(summary["survivors"]) > 3 else ""
+    never = f"; never loads {', '.join(summary['unexercised'])}" if summary["unexercised"] else ""
+    return [
+        f"warning   {text}, {summary['survived']} SURVIVED"
+        + (f" ({survivors}{more})" if survivors else "")
+        + f"{never}: the gate passes wrong kernels; kgit gate audit shows them"
+    ]
 
 
 def saved_patches(campaign: Campaign) -> list[str]:

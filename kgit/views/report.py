@@ -12,8 +12,11 @@ from typing import Any
 from kgit.engine.integrity import campaign_floor, change_files
 from kgit.engine.store import Campaign
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
+from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
 from kgit.views.document import Block, Bullets, Document, Heading, Image, Para, Table
+from kgit.views.gate_audit import audit_data
+from kgit.views.gate_audit import report_blocks as gate_audit_blocks
 from kgit.views.record import RoundView, load_rounds
 from kgit.views.summary import num, peak_pcts, percent, signed, summary_blocks, summary_data
 from kgit.views.trend import (
@@ -99,6 +102,11 @@ def _applicability(campaign: Campaign, best_commit: str) -> dict[str, Any]:
     }
 
 
+def _gate_audit(campaign: Campaign) -> dict[str, Any] | None:
+    stored = campaign.state.gate_audit
+    return audit_data(GateAudit.from_dict(stored)) if stored else None
+
+
 def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str, Any]:
     views = load_rounds(campaign)
     metric = campaign.manifest.primary_metric
@@ -136,6 +144,7 @@ def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str
         "best_vs_baseline": shape_rows,
         "termination": _termination(campaign, best),
         "applicability": _applicability(campaign, best_commit),
+        "gate_audit": _gate_audit(campaign),
         "plots": [str(p) for p in plots or []],
         "_views": views,  # for the plots; dropped from the JSON
         "_baseline_full_aggregate": base_agg,
@@ -379,6 +388,7 @@ def report_document(data: dict[str, Any]) -> Document:
         doc.add(*summary_blocks(summary, level=3))
     doc.add(*_best_blocks(data), *trend_blocks(data), *_shape_blocks(data))
     doc.add(*_termination_blocks(data), *_applicability_blocks(data))
+    doc.add(*gate_audit_blocks(data["gate_audit"], data["best"]["commit"]))
     if data["plots"]:
         doc.add(Heading(2, "Plots"))
         doc.add(*(Image(Path(p).stem.replace("_", " "), Path(p)) for p in data["plots"]))

@@ -1,0 +1,353 @@
+"""The gate audit: does the correctness gate catch small bugs planted in the kernel?
+
+`kgit gate audit` (and `kgit baseline`, sized by the manifest's `gate_audit_mutants`) checks the
+best line's commit out in a work tree of kgit's own, `.git/kgit/worktrees/<campaign>/audit`, and
+runs the gate (the manifest's test_command, as the commit hook runs it) there:
+
+1. on the unmutated kernel (the control: it must pass, or no mutant can be judged; its time sizes
+   the per-mutant timeout);
+2. on each kernel_source file replaced by one that cannot load or build (the canary: a gate that
+   still passes never loads that file from the tree, e.g. it imports an installed copy);
+3. on each mutant (kgit/judge/mutants.py), one at a time, the file restored after each.
+
+The user's work tree is never touched; a kill leaves at most a mutated file in kgit's own tree,
+which the next audit's checkout resets.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kgit.engine.audit_tree import exclusive, gate_with, run_gate, scratch_tree, tree_path
+from kgit.engine.gate import Say
+from kgit.engine.runner import CommandResult
+from kgit.engine.store import Campaign, now
+from kgit.engine.trust import require_trusted
+from kgit.errors import KgitError
+from kgit.judge.mutants import (
+    CPP_SUFFIXES,
+    PYTHON_SUFFIXES,
+    Mutant,
+    NotMutable,
+    choose,
+    mutants_of,
+)
+from kgit.judge.scope import command_paths, in_kernel_source
+from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
+from kgit.records.gate_audit import (
+    CAUGHT,
+    NOT_BUILT,
+    SURVIVED,
+    TIMED_OUT,
+    GateAudit,
+    MutantResult,
+)
+
+MAX_SOURCE_BYTES = 1_000_000
+# A mutant may take this many times the unmutated gate's time, plus a margin, before it counts
+# as a hang (caught): a mutant that loops forever must not stall the audit for timeout_s.
+TIMEOUT_FACTOR, TIMEOUT_MARGIN_S, TIMEOUT_FLOOR_S = 3.0, 10.0, 30.0
+_REGULAR = ("100644", "100755")
+_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+
+
+@dataclass
+class Plan:
+    """What an audit will mutate, decided from the commit's files alone (no process run)."""
+
+    commit: str
+    sources: dict[str, bytes] = field(default_factory=dict)  # path -> bytes at the commit
+    mutants: dict[str, list[Mutant]] = field(default_factory=dict)  # every site, per path
+    skipped: list[str] = field(default_factory=list)
+    tail_warning: str | None = None
+
+    @property
+    def sites(self) -> int:
+        return sum(map(len, self.mutants.values()))
+
+
+def plan_audit(campaign: Campaign, commit: str) -> Plan:
+    """The kernel_source files of COMMIT, their mutation sites, and the tail heuristic."""
+    manifest, repo = campaign.manifest, campaign.repo
+    plan = Plan(commit)
+    # The gate's own files and the harness are never mutated, even inside a kernel_source folder.
+    fixed = set(command_paths(manifest.test_command)) | set(manifest.protected_paths)
+    listed = repo.ls_tree(commit)
+    paths = [p for p in listed if in_kernel_source(p, manifest.kernel_source)]
+    for source in manifest.kernel_source:
+        if not any(in_kernel_source(path, [source]) for path in paths):
+            plan.skipped.append(f"{source}: matches no file at {commit[:10]}")
+    # Only regular files: writing a mutant through a symbolic link would change the file it
+    # points to, which may be outside kgit's work tree (the user's own copy).
+    for path in [p for p in paths if listed[p][0] not in _REGULAR]:
+        plan.skipped.append(f"{path}: not a regular file (a symbolic link or a submodule)")
+    paths = [p for p in paths if listed[p][0] in _REGULAR]
+    blobs = repo.read_blobs([listed[p][1] for p in paths])
+    blocks, padding = [], []
+    for path in paths:
+        data = blobs[listed[path][1]]
+        if path in fixed or PurePosixPath(path).name.startswith(("test_", "conftest")):
+            plan.skipped.append(f"{path}: part of the gate or the harness, not of the kernel")
+            continue
+        if len(data) > MAX_SOURCE_BYTES:
+            plan.skipped.append(f"{path}: larger than {MAX_SOURCE_BYTES // 1000} kB")
+            continue
+        text = data.decode(errors="replace")
+        blocks += block_sizes(path, text)
+        padding += [where] if (where := power_of_two_padding(path, text)) else []
+        try:
+            found = mutants_of(path, data)
+        except NotMutable as why:
+            plan.skipped.append(f"{path}: {why}")
+            continue
+        if not found:
+            plan.skipped.append(f"{path}: no mutation site in its kernel code")
+            continue
+        plan.sources[path], plan.mutants[path] = data, found
+    plan.tail_warning = tail_warning(manifest.target_shapes, blocks, padding)
+    return plan
+
+
+class UnjudgeableGate(KgitError):
+    """The gate fails on the unmutated kernel in kgit's clean checkout: no mutant can be judged
+    (the gate needs a file that is not committed, or it is broken)."""
+
+
+def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any] | None:
+    """The baseline's audit, sized by `gate_audit_mutants`; never fails the baseline (which is
+    already recorded): what stops the audit is a warning. Returns the audit's summary."""
+    count = campaign.manifest.gate_audit_mutants
+    if count == 0:
+        plan = plan_audit(campaign, campaign.best_tip())
+        if plan.tail_warning:
+            warn(plan.tail_warning)
+        say("gate audit: off (gate_audit_mutants: 0); kgit gate audit runs one")
+        return None
+    try:
+        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo)
+    except UnjudgeableGate as error:
+        warn(f"{error.message}\nhint: {error.hint}")
+        return None
+    except KgitError as error:
+        say(f"warning: {error.message}" + (f"\nhint: {error.hint}" if error.hint else ""))
+        return None
+    return audit.summary()
+
+
+def run_audit(
+    campaign: Campaign,
+    say: Say,
+    *,
+    count: int,
+    trigger: str,
+    timeout_s: float | None = None,
+    echo: bool = False,
+) -> GateAudit:
+    """Plan, warn about tails, audit, warn about survivors: `kgit gate audit` and the baseline."""
+    require_trusted(campaign, "audit the gate (it runs test_command)")
+    plan = plan_audit(campaign, campaign.best_tip())
+    if plan.tail_warning:
+        warn(plan.tail_warning)
+    audit = audit_gate(campaign, plan, say, count=count, trigger=trigger, timeout_s=timeout_s,
+                       echo=echo)  # fmt: skip
+    weak = weak_gate_warning(audit)
+    if weak:
+        warn(weak)
+    return audit
+
+
+def audit_gate(
+    campaign: Campaign,
+    plan: Plan,
+    say: Say,
+    *,
+    count: int,
+    trigger: str,
+    timeout_s: float | None = None,
+    echo: bool = False,
+) -> GateAudit:
+    """Run the gate on COUNT mutants of PLAN's kernel_source files; record the audit.
+
+    Raises KgitError when there is nothing to mutate (nothing recorded) or when the gate fails
+    on the unmutated kernel (recorded: no mutant can be judged)."""
+    if not plan.mutants:
+        raise nothing_to_mutate(campaign, plan)
+    started = time.monotonic()
+    audit = GateAudit(
+        campaign=campaign.name,
+        commit=plan.commit,
+        at=now(),
+        trigger=trigger,
+        command=campaign.manifest.test_command,
+        sites=plan.sites,
+        skipped=plan.skipped,
+        tail_warning=plan.tail_warning,
+    )
+    shown = ", ".join(f"{p} ({len(m)})" for p, m in plan.mutants.items())
+    say(f"gate audit of {plan.commit[:10]}: mutation sites in {shown}")
+    scratch = scratch_tree(campaign, plan.commit, plan.sources, say, echo=echo)
+    with exclusive(campaign), scratch as tree:
+        control = _audit_in(campaign, plan, tree, audit, say, count=count, timeout_s=timeout_s)
+    audit.seconds = round(time.monotonic() - started, 3)
+    record_audit(campaign, audit)
+    if audit.error:
+        raise UnjudgeableGate(
+            audit.error,
+            hint="the gate must pass on a clean checkout of the best line: commit what it "
+            f"needs, then try it there: cd {tree_path(campaign)} && {audit.command}",
+            details=control.tail[-4000:],
+        )
+    return audit
+
+
+def weak_gate_warning(audit: GateAudit) -> str | None:
+    """What the gate let through, in words, or None when it caught every mutant."""
+    parts = []
+    if audit.unexercised:
+        parts.append(
+            f"the gate passes with {', '.join(audit.unexercised)} replaced by a file that cannot "
+            "load or build: it never tests that code (does it import an installed copy rather "
+            "than the repository's file?)"
+        )
+    if audit.survivors:
+        width = max(len(m.where) for m in audit.survivors)
+        listed = "".join(
+            f"\n  {m.where:<{width}}  {m.kind:<11}  {m.mutation}" for m in audit.survivors
+        )
+        parts.append(
+            f"{len(audit.survivors)} of {audit.tried} mutants of the kernel SURVIVED the gate "
+            f"(`{audit.command}` passed on each of these wrong kernels):{listed}"
+        )
+    if not parts:
+        return None
+    return (
+        "; and ".join(parts)
+        + "\nhint: the gate should compare the kernel's outputs and gradients with a reference "
+        "(not only shapes or dtypes, not the kernel with itself) on shapes with ragged edges; "
+        "kgit gate audit --json lists every mutant"
+    )
+
+
+def nothing_to_mutate(campaign: Campaign, plan: Plan) -> KgitError:
+    sources = campaign.manifest.kernel_source
+    why = "; ".join(plan.skipped) or "kernel_source is empty"
+    return KgitError(
+        f"gate audit: nothing to mutate in kernel_source ({why})",
+        hint="the audit mutates the Python/Triton (.py) and C/C++/CUDA/HIP files that "
+        "kernel_source names"
+        + ("" if sources else "; this campaign declares none (kgit init --kernel-source PATH)"),
+    )
+
+
+def _audit_in(
+    campaign: Campaign,
+    plan: Plan,
+    tree: Path,
+    audit: GateAudit,
+    say: Say,
+    *,
+    count: int,
+    timeout_s: float | None,
+) -> CommandResult:
+    """Control, canaries, mutants: the three kinds of gate run, filling AUDIT. Returns the
+    control's result."""
+    limit = campaign.manifest.timeout_s
+    control = run_gate(campaign, tree, limit)
+    audit.control_s = round(control.seconds, 3)
+    if not control.ok:
+        why = "timed out" if control.returncode is None else f"exited {control.returncode}"
+        audit.error = (
+            f"gate audit: the gate fails on the unmutated kernel in a clean checkout of "
+            f"{plan.commit[:10]} (it {why} after {control.seconds:.1f} s), so no mutant can be "
+            "judged"
+        )
+        return control
+    allowed = timeout_s or min(limit, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * control.seconds
+                                          + TIMEOUT_MARGIN_S))  # fmt: skip
+    audit.timeout_s = round(allowed, 1)
+    say(f"gate audit: the unmutated kernel passes in {control.seconds:.1f} s; "
+        f"{allowed:.0f} s allowed per mutant (a hang counts as caught)")  # fmt: skip
+    for path in list(plan.mutants):
+        if _canary_passes(campaign, tree, path, plan.sources[path], allowed, say):
+            audit.unexercised.append(path)
+            del plan.mutants[path]
+    chosen = choose([m for sites in plan.mutants.values() for m in sites], count)
+    for number, mutant in enumerate(chosen, 1):
+        result = _try_mutant(campaign, tree, mutant, plan.sources[mutant.path], allowed)
+        audit.mutants.append(result)
+        by = f" by {result.caught_by}" if result.caught_by else ""
+        say(
+            f"gate audit: [{number}/{len(chosen)}] {mutant.where} {mutant.kind} "
+            f"{mutant.description}: {result.outcome.upper() if result.outcome == SURVIVED else result.outcome}"
+            f"{by if result.outcome == CAUGHT else ''} ({result.seconds:.1f} s)"
+        )
+    return control
+
+
+def _canary_passes(
+    campaign: Campaign, tree: Path, path: str, source: bytes, allowed: float, say: Say
+) -> bool:
+    """Whether the gate passes with PATH replaced by a file that cannot load or build."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in PYTHON_SUFFIXES:
+        broken = b'raise ImportError("kgit gate audit: a canary that must not load")\n' + source
+    else:
+        assert suffix in CPP_SUFFIXES
+        broken = b'#error "kgit gate audit: a canary that must not build"\n' + source
+    result, built = gate_with(campaign, tree, path, broken, source, allowed)
+    passes = built and result is not None and result.ok
+    if passes:
+        say(f"gate audit: the gate PASSES with {path} unable to load: it never loads that file")
+    else:
+        say(f"gate audit: the gate fails with {path} unable to load, as it should")
+    return passes
+
+
+def _try_mutant(
+    campaign: Campaign, tree: Path, mutant: Mutant, source: bytes, allowed: float
+) -> MutantResult:
+    result, built = gate_with(campaign, tree, mutant.path, mutant.apply(source), source, allowed)
+    if not built or result is None:
+        outcome, seconds = NOT_BUILT, 0.0
+    else:
+        seconds = result.seconds
+        outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
+    return MutantResult(
+        where=mutant.where,
+        kind=mutant.kind,
+        mutation=mutant.description,
+        outcome=outcome,
+        seconds=round(seconds, 3),
+        caught_by=_caught_by(result) if result is not None and outcome == CAUGHT else None,
+    )
+
+
+def _caught_by(result: CommandResult) -> str:
+    """The first test pytest names as failed, else how the gate ended (a crash of the kernel,
+    an out-of-bounds access that killed the process, shows as its exit status)."""
+    failed = _PYTEST_FAILED.search(result.tail)
+    if failed:
+        return failed.group(1)
+    code = result.returncode or 0
+    signals = {128 + 6: "SIGABRT", 128 + 11: "SIGSEGV", 128 + 7: "SIGBUS", -6: "SIGABRT",
+               -11: "SIGSEGV", -7: "SIGBUS"}  # fmt: skip
+    return f"exit {code}" + (f" ({signals[code]})" if code in signals else "")
+
+
+def record_audit(campaign: Campaign, audit: GateAudit) -> None:
+    """The audit into the campaign state (the record ref's history keeps earlier ones)."""
+    with campaign.repo.write_lock():
+        current = campaign.reload()
+        current.state.gate_audit = audit.to_dict()
+        caught = f"{audit.caught} of {audit.tried} mutants caught"
+        current.save(f"gate audit of {audit.commit[:10]}: {audit.error or caught}")
+
+
+def warn(message: str) -> None:
+    """A warning that -q does not silence: it is the audit's result, not its progress."""
+    print(f"kgit: WARNING: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,77 @@
+"""Small mutations of a kernel's source, for auditing its correctness gate (`kgit gate audit`).
+
+A gate that does not exercise the kernel passes anything. The audit plants one small bug at a time
+(a mutant) and runs the gate on it: a mutant the gate passes has *survived*, and names a bug the
+gate cannot see. The mutations are the bugs kernel rounds actually make:
+
+- `denominator`: a reduction divided by the wrong count (`tl.sum(x * x) / N` -> `/ BLOCK_N`, the
+  padded block width: right only when N is a power of two; seen passing a real project's gate);
+- `arith`: an arithmetic operator swapped (`+` <-> `-`, `*` -> `+`, `/` -> `*`);
+- `boundary`: a bounds check off by one (`rows < M` -> `rows <= M`);
+- `mask`: a load or store without its mask (and `other=`): an out-of-bounds access;
+- `constant`: an integer constant off by one;
+- `other`: masked-off lanes of a load that feeds a reduction or a dot read another value
+  (`other=0.0` -> `other=1.0`).
+
+Why our own mutator rather than cosmic-ray or mutmut: both are built to run a whole test suite
+over hundreds of generic mutants (cosmic-ray rewrites the files of the tree it is given, in place),
+neither knows Triton's masks or a reduction's denominator, and neither reads C++/HIP. kgit needs a
+handful of kernel-shaped mutants, chosen deterministically, spliced into a copy of one file.
+
+Python (Triton) sources are mutated through their AST (kgit/judge/mutants_python.py), C, C++, CUDA
+and HIP sources by tokens (kgit/judge/mutants_cpp.py); this module picks the mutator and draws the
+mutants an audit runs. Pure functions over text: no git, no files, no processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import PurePosixPath
+
+from kgit.judge.mutants_cpp import cpp_mutants
+from kgit.judge.mutants_python import python_mutants
+from kgit.judge.mutation import Mutant, NotMutable
+
+__all__ = ["KINDS", "Mutant", "NotMutable", "choose", "cpp_mutants", "mutants_of", "python_mutants"]
+
+# The order in which kinds are drawn: the first mutants of an audit are the most telling ones.
+KINDS = ("denominator", "arith", "boundary", "mask", "constant", "other")
+
+PYTHON_SUFFIXES = (".py",)
+CPP_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hip", ".inl")
+
+
+def mutants_of(path: str, source: bytes) -> list[Mutant]:
+    """Every mutant kgit can make of PATH's SOURCE, in file order; NotMutable when it has no
+    mutator for that kind of file or the file does not parse."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in PYTHON_SUFFIXES:
+        return python_mutants(path, source)
+    if suffix in CPP_SUFFIXES:
+        return cpp_mutants(path, source)
+    raise NotMutable(
+        f"no mutator for {suffix or 'extension-less'} files (kgit mutates Python/Triton and "
+        "C/C++/CUDA/HIP sources)"
+    )
+
+
+def choose(mutants: list[Mutant], count: int) -> list[Mutant]:
+    """COUNT mutants drawn round-robin over KINDS (so a handful covers each kind), each kind's
+    sites in a fixed pseudo-random order (a hash of the site): the same source gives the same
+    choice, and the choice spreads over the file rather than taking its first lines."""
+    by_kind: dict[str, list[Mutant]] = {kind: [] for kind in KINDS}
+    for mutant in mutants:
+        by_kind[mutant.kind].append(mutant)
+    for sites in by_kind.values():
+        sites.sort(key=_site_key)
+    chosen: list[Mutant] = []
+    while len(chosen) < count and any(by_kind.values()):
+        for kind in KINDS:
+            if by_kind[kind] and len(chosen) < count:
+                chosen.append(by_kind[kind].pop(0))
+    return chosen
+
+
+def _site_key(mutant: Mutant) -> str:
+    text = f"{mutant.path}:{mutant.start}:{mutant.end}:{mutant.description}"
+    return hashlib.sha1(text.encode()).hexdigest()

@@ -1,0 +1,98 @@
+"""The gate audit in words: `kgit gate audit`'s table, its line in `kgit status`, its section in
+the report. Reads the stored audit (kgit/records/gate_audit.py); runs nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgit.records.gate_audit import SURVIVED, GateAudit
+from kgit.views.document import Block, Bullets, Heading, Para, Table
+from kgit.views.lineage import github_table
+
+OK, NO = "✅", "❌"
+
+
+def audit_data(audit: GateAudit) -> dict[str, Any]:
+    """The --json output: the stored audit with its counts."""
+    counts = {
+        "tried": audit.tried,
+        "caught": audit.caught,
+        "timed_out": audit.timed_out,
+        "survived": len(audit.survivors),
+        "weak": audit.weak,
+    }
+    return {**audit.to_dict(), **counts}
+
+
+def _rows(data: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            str(number),
+            m["where"],
+            m["kind"],
+            m["mutation"],
+            m["outcome"].upper() if m["outcome"] == SURVIVED else m["outcome"],
+            m["caught_by"] or "",
+            f"{m['seconds']:.1f}",
+        ]
+        for number, m in enumerate(data["mutants"], 1)
+    ]
+
+
+def counts_line(data: dict[str, Any]) -> str:
+    hangs = (
+        f" ({data['timed_out']} by timeout: a hang counts as caught)" if data["timed_out"] else ""
+    )
+    return f"caught {data['caught']} of {data['tried']}{hangs}; survived {data['survived']}"
+
+
+def render_audit(data: dict[str, Any]) -> str:
+    lines = [
+        f"gate audit of {data['campaign']} at {data['commit'][:10]}: {len(data['mutants'])} "
+        f"mutant(s) of {data['sites']} site(s) in kernel_source; gate `{data['command']}`"
+    ]
+    if data["mutants"]:
+        headers = ["#", "where", "kind", "mutation", "outcome", "caught by", "s"]
+        lines.append(github_table(headers, _rows(data)))
+    lines.append(counts_line(data) + f"; {data['seconds']:.0f} s in all")
+    lines += [f"not mutated: {item}" for item in data["skipped"]]
+    lines += [f"never loaded by the gate: {path}" for path in data["unexercised"]]
+    if data["weak"]:
+        lines.append("next: strengthen the gate's tests, commit them, kgit gate audit")
+    return "\n".join(lines)
+
+
+def report_blocks(data: dict[str, Any] | None, best_commit: str) -> list[Block]:
+    """The report's section: DATA is `audit_data` of the latest audit, None when none."""
+    blocks: list[Block] = [Heading(2, "Correctness gate audit")]
+    if data is None:
+        blocks.append(
+            Para(
+                f"{NO} not audited: no gate audit is recorded (gate_audit_mutants: 0 at "
+                "baseline, or nothing in kernel_source kgit can mutate); `kgit gate audit` "
+                "runs one."
+            )
+        )
+        return blocks
+    older = "" if data["commit"] == best_commit else ", an earlier best line"
+    facts = [
+        f"Gate `{data['command']}` run on mutants of `{data['commit'][:10]}`{older} "
+        f"({data['trigger']}, {data['at']}): {counts_line(data)}.",
+    ]
+    facts += [f"Not mutated: {item}" for item in data["skipped"]]
+    facts += [f"{NO} never loaded by the gate: `{path}`" for path in data["unexercised"]]
+    if data["tail_warning"]:
+        facts.append(f"{NO} {data['tail_warning']}")
+    blocks.append(Bullets(facts))
+    if data["error"]:
+        blocks.append(Para(f"{NO} {data['error']}"))
+    elif data["mutants"]:
+        headers = ["#", "where", "kind", "mutation", "outcome", "caught by", "s"]
+        blocks.append(Table(headers, _rows(data)))
+        verdict = (
+            f"{NO} the gate passed {data['survived']} wrong kernel(s)."
+            if data["survived"]
+            else f"{OK} the gate caught every mutant it was given."
+        )
+        blocks.append(Para(verdict))
+    return blocks
