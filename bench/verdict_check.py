@@ -108,6 +108,7 @@ class Campaign:
             "target_shapes": self.shapes,
             "representative_shapes": representative,
             "decision_policy": policy,
+            "gate_audit_mutants": 0,  # device time goes to verdicts, not to the gate's audit
         }
         path.write_text(json.dumps(data, indent=1))
         return path

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit, git, run_kgit
+from tests.conftest import commit, git, record_note, run_kgit
 
 # Three shapes: the fake harness runs shape sN at speed x (1 + log2(N/64)/10) TFLOPS: s64 at
 # 1.0x, s128 at 1.1x, s256 at 1.2x the kernel's `speed`.
@@ -125,7 +125,9 @@ def test_accept_rechecks_the_floor_from_the_recorded_evidence(floored: Path) -> 
     assert run_kgit("-q", "round", "validate").code == 0
     note = git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "show", "HEAD")
     forged = note.replace("decision: ROLLED BACK", "decision: ACCEPTED")
-    git(repo, "notes", "--ref=refs/notes/kgit/c1/rounds", "add", "-f", "-m", forged, "HEAD")
+    # Forged in the campaign record itself (a note edited on the notes ref alone is refused
+    # earlier, as changed): the recorded rates are what accept holds to the peaks.
+    record_note(repo, "rounds", "HEAD", (forged + "\n").encode())
     refused = run_kgit("round", "accept")
     assert refused.code == 1 and "faster than the device allows" in refused.err
     assert git(repo, "rev-parse", "kgit/c1/best") != git(repo, "rev-parse", "HEAD")
