@@ -187,19 +187,17 @@ def _interleaved(
     evidence: Evidence | None = None
     held: Launch | None = None
     try:
+
+        def reference(hold: bool) -> Launch:
+            return launch_side(
+                campaign, "A", reference_tree, shapes, frozen, echo=echo,
+                first_block_ms=block_ms, hold=hold,
+            )  # fmt: skip
+
         if target.workers:
             # The reference's process starts now and waits, imported, for the candidate's first
             # pass to end: its start-up overlaps that pass, and the two never time at once.
-            held = launch_side(
-                campaign,
-                "A",
-                reference_tree,
-                shapes,
-                frozen,
-                echo=echo,
-                first_block_ms=block_ms,
-                hold=True,
-            )
+            held = reference(hold=True)
         # Both sides' first passes in blocks (a worker; a plain harness ignores it): the two
         # processes then set up alike. On an H200, a candidate whose first pass was a plain one
         # (pools of up to 30% of the GPU's memory, kept by the caching allocator) read 2% slower
@@ -229,20 +227,8 @@ def _interleaved(
             )
             return outcome
         require_pristine(reference_tree, "reference")
-        if held is not None:
-            launch, held = held, None
-            a = launch.start(say)
-        else:
-            a = start_side(
-                campaign,
-                "A",
-                reference_tree,
-                shapes,
-                frozen,
-                say,
-                echo=echo,
-                first_block_ms=block_ms,
-            )
+        launch, held = held or reference(hold=False), None
+        a = launch.start(say)
         sides.append(a)
         outcome.reference_passes.append(a.first)
         _require_reference_passes(a.first)
