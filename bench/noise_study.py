@@ -144,7 +144,7 @@ def analyze(paths: list[Path]) -> None:
     limits, settings = Thresholds(), Interleaved()
     calibration = _pairs(sessions[0], "A2")[:6]
     floors = calibrate_floors(
-        [Pair(a["values"], b["values"]) for a, b in calibration], labels, settings.min_effect_pct
+        [[Pair(a["values"], b["values"]) for a, b in calibration]], labels, settings.min_effect_pct
     )
     used = {id(b) for _, b in calibration}
     rows = []

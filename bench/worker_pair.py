@@ -11,6 +11,10 @@ of each shape's Forward GB/s with a 95% interval over the quads:
   swapped     then B killed and started again, after A: the later process is now B;
   together    A and B started at once.
 
+With --relocate, each side's units are placed anew in device memory once a quad, as kgit's
+validations do (kgit/measure/timing.py): the steady difference should then become noise within
+the interval.
+
 An A/A ratio away from 1 by more than its interval is a difference between the two processes
 that kgit's pair statistics cannot see within one validation. The table is printed last; rows go
 to $OUT/worker_pair.json when OUT is set.
@@ -33,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from kgit.records.protocol import parse_marker  # noqa: E402
+from kgit.records.protocol import block_request, parse_marker  # noqa: E402
 
 EXAMPLE = ROOT / "kgit" / "examples" / "rmsnorm"
 SIZES = [(4096, 4096), (16384, 4096), (32768, 8192)]
@@ -64,7 +68,7 @@ class Worker:
             },
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=open(scratch / f"{name}.log", "w"),  # noqa: SIM115 (lives with the worker)
             text=True,
         )
         self.started = time.monotonic()
@@ -77,17 +81,13 @@ class Worker:
                 return marker[1]
         raise RuntimeError(f"worker {self.name} exited (code {self.proc.wait()})")
 
-    def block(self, shapes: Path, block_ms: float) -> dict[str, dict[str, float]]:
+    def block(
+        self, shapes: Path, block_ms: float, relocate: bool = False
+    ) -> dict[str, dict[str, float]]:
         assert self.proc.stdin is not None
         self.count += 1
         csv = self.scratch / f"{self.name}-{self.count}.csv"
-        request = {
-            "id": self.count,
-            "cmd": "block",
-            "summary_csv": str(csv),
-            "shapes": str(shapes),
-            "block_ms": block_ms,
-        }
+        request = block_request(self.count, str(csv), str(shapes), block_ms, relocate=relocate)
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         self.wait("reply")
@@ -97,6 +97,9 @@ class Worker:
         for line in lines[1:]:
             cells = dict(zip(header, line.split(","), strict=False))
             rows[cells["label"]] = {m: float(cells[m]) for m in METRICS}
+            if cells.get("Check") != "PASS":
+                log = (self.scratch / f"{self.name}.log").read_text()[-3000:]
+                raise RuntimeError(f"worker {self.name}: {cells['label']} FAILed a block:\n{log}")
         return rows
 
     def close(self) -> None:
@@ -106,7 +109,7 @@ class Worker:
 
 
 def quads(
-    a: Worker, b: Worker, shape_files: list[Path], count: int, block_ms: float
+    a: Worker, b: Worker, shape_files: list[Path], count: int, block_ms: float, relocate: bool
 ) -> dict[str, list[float]]:
     logs: dict[str, list[float]] = {}
     for q in range(count):
@@ -114,7 +117,9 @@ def quads(
         for path in shape_files:
             seen: dict[str, list[dict[str, dict[str, float]]]] = {"A": [], "B": []}
             for name in order:
-                seen[name].append((a if name == "A" else b).block(path, block_ms))
+                # --relocate: each side's first block of a quad on units placed anew, as kgit does
+                first = relocate and not seen[name]
+                seen[name].append((a if name == "A" else b).block(path, block_ms, first))
             for label in seen["A"][0]:
                 for metric in METRICS:
                     ga = statistics.fmean(math.log(r[label][metric]) for r in seen["A"])
@@ -147,6 +152,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--block-ms", type=float, default=25.0)
     parser.add_argument("--configs", default="sequential,swapped,together")
+    parser.add_argument(
+        "--relocate",
+        action="store_true",
+        help="place each side's units anew once a quad, as kgit round validate does",
+    )
     parser.add_argument("--sizes", default=",".join(f"{m}x{n}" for m, n in SIZES))
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="worker-pair-"))
@@ -170,7 +180,9 @@ def main() -> int:
                 workers += [a, b]
                 a.wait("ready"), b.wait("ready")
                 rows += summary(
-                    "together", trial, quads(a, b, shape_files, args.quads, args.block_ms)
+                    "together",
+                    trial,
+                    quads(a, b, shape_files, args.quads, args.block_ms, args.relocate),
                 )
                 a.close(), b.close()
                 print(f"trial {trial}: together done", flush=True)
@@ -181,7 +193,9 @@ def main() -> int:
             workers.append(a)
             a.wait("ready")
             rows += summary(
-                "sequential", trial, quads(a, b, shape_files, args.quads, args.block_ms)
+                "sequential",
+                trial,
+                quads(a, b, shape_files, args.quads, args.block_ms, args.relocate),
             )
             print(f"trial {trial}: sequential done", flush=True)
             if "swapped" in configs:
@@ -190,7 +204,9 @@ def main() -> int:
                 workers.append(b)
                 b.wait("ready")
                 rows += summary(
-                    "swapped", trial, quads(a, b, shape_files, args.quads, args.block_ms)
+                    "swapped",
+                    trial,
+                    quads(a, b, shape_files, args.quads, args.block_ms, args.relocate),
                 )
                 print(f"trial {trial}: swapped done", flush=True)
         finally:

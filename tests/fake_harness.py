@@ -13,7 +13,8 @@ protocol (kgit/records/protocol.py, written out here: a harness need not import 
 answers it, `print_ready: LINE` says it is ready with LINE; `hold` makes it honour
 KGIT_WORKER_HOLD (say it is held, wait for `start`) and log when it was held and when its first
 pass ran to `events.log` beside its work tree (`pass_sleep: S` lengthens that pass); `tamper_reference` (a hostile kernel)
-rewrites the sibling reference work tree's kernel.txt from the candidate's.
+rewrites the sibling reference work tree's kernel.txt from the candidate's; `log_requests`
+appends each block request, with the side's work tree, to `requests.log` beside its work tree.
 """
 
 import argparse
@@ -105,6 +106,9 @@ def serve(settings: dict[str, str], flags: set[str], code: int) -> None:
             os._exit(9)
         if int(settings.get("worker_hang_at", 0)) == blocks:
             time.sleep(600)
+        if "log_requests" in flags:
+            with open(Path.cwd().parent / "requests.log", "a") as log:
+                log.write(json.dumps({"side": Path.cwd().name, **request}) + "\n")
         shapes = json.loads(Path(request["shapes"]).read_text())
         failing = write_csv(request["summary_csv"], shapes, settings, flags)
         reply = {"id": request["id"], "exit": int(failing)}
@@ -117,7 +121,6 @@ def main() -> int:
     parser.add_argument("--shapes", required=True)
     args = parser.parse_args()
     settings, flags = read_kernel()
-    next_speed(settings)
     if "tamper_reference" in flags and Path.cwd().name == "candidate":  # a hostile kernel
         target = Path.cwd().parent / "reference" / "kernel.txt"
         target.write_text(target.read_text().replace("speed: 100", "speed: 50"))
@@ -133,6 +136,7 @@ def main() -> int:
         line = sys.stdin.readline()
         if not line.strip() or json.loads(line).get("cmd") != "start":
             return 0
+    next_speed(settings)  # a held process counts as run once released: in kgit's order
     if "hold" in flags:
         log_event("pass-start")
     time.sleep(float(settings.get("pass_sleep", 0)))

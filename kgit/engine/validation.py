@@ -30,7 +30,14 @@ from kgit.engine.workers import Launch, Side, launch_side, start_side
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
 from kgit.judge.scoring import Score, geomean
-from kgit.judge.stats import ABJudgement, Estimate, Pair, calibrate_floors, judge_pairs
+from kgit.judge.stats import (
+    ABJudgement,
+    Estimate,
+    Pair,
+    calibrate_floors,
+    group_biases,
+    judge_pairs,
+)
 from kgit.judge.verdict import (
     NOT_MEASURED,
     REMEASURE,
@@ -314,9 +321,11 @@ def _sample(
         order = ("ABBA" if odd else "BAAB") if workers else ("AB" if odd else "BA")
         seen: dict[str, dict[str, list[float]]] = {"A": defaultdict(list), "B": defaultdict(list)}
         for group in groups:
-            for name in order:
+            for index, name in enumerate(order):
                 side = a if name == "A" else b
-                run = side.block(group, settings.block_ms, quiet)
+                # Each side's units are placed anew once a quad (kgit/measure/timing.py).
+                relocate = workers and order.index(name) == index
+                run = side.block(group, settings.block_ms, quiet, relocate=relocate)
                 if run.score.failing:
                     if side is b:
                         return list(run.score.failing)
@@ -391,53 +400,98 @@ def baseline_pass(
 ) -> Calibrated:
     """The baseline's full pass (side B, the main work tree); under the interleaved policy, then
     the A/A calibration of the representative shapes that PICK(first pass) returns (active ones),
-    B against the same commit in kgit's own work tree, sampled as a round is."""
+    B against the same commit in kgit's own work tree, sampled as a round is. With measuring
+    workers, the quads are split over `calibration_processes` pairs of processes, each pair after
+    the first started as a validation starts its sides (kgit/judge/stats.py, calibrate_floors)."""
     manifest = campaign.manifest
+    settings = manifest.interleaved
     candidate = measuring_tree(campaign, commit, "candidate", say, echo=echo)
     if manifest.decision_policy != "interleaved":
         first = measure(campaign, manifest.target_shapes, None, say, echo=echo, tree=candidate)
         return Calibrated(first, {}, {})
     sides: list[Side] = []
+    held: Launch | None = None
+    groups: list[list[Pair]] = []
     try:
         b = start_side(campaign, "B", candidate, manifest.target_shapes, None, say, echo=echo)
         sides.append(b)
-        labels = [label for label in pick(b.first) if label not in b.first.score.failing]
+        first = b.first
+        labels = [label for label in pick(first) if label not in first.score.failing]
         if not labels:
-            return Calibrated(b.first, {}, {})
-        frozen = tuple(b.first.table.header)
+            return Calibrated(first, {}, {})
+        frozen = tuple(first.table.header)
         shapes = manifest.shapes_for(labels)
         tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
-        block_ms = manifest.interleaved.block_ms if b.mode == "worker" else None
-        a = start_side(campaign, "A", tree, shapes, frozen, say, echo=echo, first_block_ms=block_ms)
-        sides.append(a)
-        _require_reference_passes(a.first)
-        evidence = Evidence("interleaved", b.mode, "", commit, labels)
-        wanted = (
-            manifest.interleaved.calibration_quads
-            if a.mode == b.mode == "worker"
-            else manifest.interleaved.calibration_pairs
+        workers = b.mode == "worker"
+        block_ms = settings.block_ms if workers else None
+        processes = settings.calibration_processes if workers else 1
+        wanted = settings.calibration_quads if workers else settings.calibration_pairs
+        each = max(3, math.ceil(wanted / processes))
+        say(
+            f"calibration: {each * processes} A/A pairs of the baseline against itself"
+            + (f", over {processes} pairs of processes" if processes > 1 else "")
         )
-        say(f"calibration: {wanted} A/A pairs of the baseline against itself")
         start = time.monotonic()
-        _sample(campaign, (a, b), shapes, {}, evidence, say, pairs_wanted=wanted)
+        mode = b.mode
+        for index in range(processes):
+            if index:  # a fresh pair, started as `kgit round validate` starts its sides
+                for side in sides:
+                    side.close()
+                sides.clear()
+                held = launch_side(
+                    campaign, "A", tree, shapes, frozen, echo=echo,
+                    first_block_ms=block_ms, hold=True,
+                )  # fmt: skip
+                b = start_side(
+                    campaign, "B", candidate, shapes, frozen, say, echo=echo,
+                    first_block_ms=block_ms,
+                )  # fmt: skip
+                sides.append(b)
+                _require_reference_passes(b.first)
+                launch, held = held, None
+                a = launch.start(say)
+            else:
+                a = start_side(
+                    campaign, "A", tree, shapes, frozen, say, echo=echo, first_block_ms=block_ms
+                )
+            sides.append(a)
+            _require_reference_passes(a.first)
+            if a.mode != mode or b.mode != mode:
+                raise HarnessError(
+                    "the harness answered as a measuring worker in one process and not in "
+                    "another: the calibration cannot pair them",
+                    hint="check how the harness reads KGIT_WORKER (kgit/records/protocol.py)",
+                )
+            evidence = Evidence("interleaved", mode, "", commit, labels)
+            _sample(campaign, (a, b), shapes, {}, evidence, say, pairs_wanted=each)
+            groups.append([Pair(p["a"], p["b"]) for p in evidence.pairs])
         seconds = time.monotonic() - start
     finally:
+        if held is not None:
+            held.kill()
         for side in sides:
             side.close()
-    pairs = [Pair(p["a"], p["b"]) for p in evidence.pairs]
-    floors = calibrate_floors(pairs, labels, manifest.interleaved.min_effect_pct)
+    floors = calibrate_floors(groups, labels, settings.min_effect_pct)
+    pairs = [pair for group in groups for pair in group]
     statistics: dict[str, Any] = {
         "policy": "interleaved",
-        "mode": evidence.mode,
+        "mode": mode,
         "calibration_pairs": len(pairs),
+        "calibration_processes": len(groups),
         "noise_floor_pct": {label: round(f * 100, 4) for label, f in floors.items()},
         "seconds": round(seconds, 1),
     }
-    if evidence.mode == "worker":
+    if len(groups) > 1:
+        # What each pair of processes drew: the steady A/A difference the floors cover.
+        statistics["process_pair_change_pct"] = {
+            label: [round(v, 3) for v in values]
+            for label, values in group_biases(groups, labels).items()
+        }
+    if mode == "worker":
         # Rounds of a worker report block figures (no L2 flush, graph replays): their "vs
         # baseline" compares with the baseline's own blocks, not with its plain pass.
         statistics["block_values"] = _side_means(pairs, labels)[1]
-    return Calibrated(b.first, floors, statistics)
+    return Calibrated(first, floors, statistics)
 
 
 # -- accept's check ----------------------------------------------------------------------------

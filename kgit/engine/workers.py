@@ -145,8 +145,10 @@ class Side:
     first: Measurement
     frozen: tuple[str, ...] | None
 
-    def block(self, shapes: list[dict[str, Any]], block_ms: float, say: Say) -> Measurement:
-        """A plain harness: a whole pass on SHAPES (block_ms does not apply)."""
+    def block(
+        self, shapes: list[dict[str, Any]], block_ms: float, say: Say, *, relocate: bool = False
+    ) -> Measurement:
+        """A plain harness: a whole pass on SHAPES (block_ms and relocate do not apply)."""
         return measure(
             self.campaign,
             shapes,
@@ -168,12 +170,16 @@ class WorkerSide(Side):
     scratch: Path
     requests: int = 0
 
-    def block(self, shapes: list[dict[str, Any]], block_ms: float, say: Say) -> Measurement:
+    def block(
+        self, shapes: list[dict[str, Any]], block_ms: float, say: Say, *, relocate: bool = False
+    ) -> Measurement:
         self.requests += 1
         csv_path = self.scratch / f"block-{self.requests}.csv"
         shapes_path = self.scratch / f"shapes-{self.requests}.json"
         shapes_path.write_text(json.dumps(shapes))
-        request = block_request(self.requests, str(csv_path), str(shapes_path), block_ms)
+        request = block_request(
+            self.requests, str(csv_path), str(shapes_path), block_ms, relocate=relocate
+        )
         start = time.monotonic()
         if not self.process.send(request):
             raise self._died("before a block request")

@@ -97,21 +97,43 @@ def aggregate_log_ratios(pairs: list[Pair], labels: list[str]) -> list[float]:
 
 
 def calibrate_floors(
-    pairs: list[Pair], labels: list[str], min_effect_pct: float
+    groups: list[list[Pair]], labels: list[str], min_effect_pct: float
 ) -> dict[str, float]:
-    """Per-shape noise floors from A/A pairs: the sd of one pair's log-ratio (relative), and at
-    least twice the A/A pairs' mean. Two processes of the same kernel can differ steadily: on an
-    H200 a 32768x8192 RMSNorm read 0.7% faster in the candidate's process than in the
-    reference's, in every validation of one machine session (2% slower in another), while one
-    quad's spread was under 0.5%. A steady difference does not shrink with more pairs; only a
-    floor above it keeps it from being called a change."""
+    """Per-shape noise floors from A/A pairs, in GROUPS of one pair of processes each: the sd of
+    one pair's log-ratio (relative) within a group, and at least twice the largest group mean.
+    Two processes of the same kernel can differ steadily: on an H200 a 32768x8192 RMSNorm's
+    forward read 0.4-4.5% faster in one process than in the other of an A/A pair, steadily for
+    the pair's life, while one quad's spread was under 0.4% (bench/worker_pair.py). A steady
+    difference does not shrink with more pairs of blocks, and it is drawn afresh with each pair
+    of processes: only a floor above what several pairs drew keeps it from being called a
+    change."""
     floors = {}
     for label in labels:
-        values = log_ratios(pairs, label)
-        spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        bias = abs(statistics.fmean(values)) if values else 0.0
+        within: list[float] = []
+        bias = 0.0
+        for pairs in groups:
+            values = log_ratios(pairs, label)
+            if not values:
+                continue
+            mean = statistics.fmean(values)
+            within += [v - mean for v in values]
+            bias = max(bias, abs(mean))
+        dof = len(within) - sum(1 for pairs in groups if pairs)
+        spread = math.sqrt(sum(v * v for v in within) / dof) if dof > 0 else 0.0
         floors[label] = max(min_effect_pct / 100.0, math.expm1(spread), math.expm1(2 * bias))
     return floors
+
+
+def group_biases(groups: list[list[Pair]], labels: list[str]) -> dict[str, list[float]]:
+    """Per shape, each group's mean B/A change in percent (what a pair of processes drew)."""
+    return {
+        label: [
+            math.expm1(statistics.fmean(log_ratios(pairs, label))) * 100
+            for pairs in groups
+            if pairs
+        ]
+        for label in labels
+    }
 
 
 def aggregate_floor(floors: dict[str, float], labels: list[str], min_effect_pct: float) -> float:

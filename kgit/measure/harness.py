@@ -180,6 +180,7 @@ def _bench_all(
     columns: Sequence[str],
     *,
     block_ms: float | None = None,
+    relocate: bool = False,
     progress: bool = True,
 ) -> list[Row]:
     """One row per shape; with BLOCK_MS, each shape timed in block mode (a worker's blocks: each
@@ -190,7 +191,7 @@ def _bench_all(
         if block_ms is None:
             row = _bench_safely(bench, shape, settings, columns)
         else:
-            with block_mode(block_ms, shape["label"]):
+            with block_mode(block_ms, shape["label"], relocate=relocate):
                 row = _bench_safely(bench, shape, settings, columns)
         rows.append(row)
         if progress:
@@ -209,7 +210,10 @@ def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, cod
             break  # "exit", or a request this version does not know: stop cleanly
         shapes = load_shapes(request["shapes"])
         block_ms = float(request["block_ms"])
-        rows = _bench_all(bench, shapes, settings, columns, block_ms=block_ms, progress=False)
+        relocate = bool(request.get("relocate", False))
+        rows = _bench_all(
+            bench, shapes, settings, columns, block_ms=block_ms, relocate=relocate, progress=False
+        )
         write_summary_csv(request["summary_csv"], columns, rows)
         failed = any(row["Check"] != PASS for row in rows)
         print("\n" + reply_line(int(request["id"]), int(failed)), flush=True)

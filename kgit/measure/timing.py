@@ -6,7 +6,9 @@ interface falls back to `time.perf_counter` around each call. Both return a `Tim
 
 from __future__ import annotations
 
+import gc
 import math
+import random
 import statistics
 import time
 import warnings
@@ -46,6 +48,11 @@ LEAD_GROWTH_CAP = 8.0
 # this many bytes when memory allows, so that its sets do not all sit in L2 (50 MB on an H200).
 BLOCK_POOL_BYTES = 128 * 1024**2
 BLOCK_POOL_MAX = 32
+# A relocated unit sits behind a padding allocation of up to this many bytes (2 MiB steps), and
+# never more than this share of the free device memory.
+RELOCATION_PAD_MAX = 2 * 1024**3
+RELOCATION_PAD_SHARE = 0.05
+_placement = random.Random()  # its own: a harness seeding `random` must not fix the places
 
 _flush_buffers: dict[str, torch.Tensor] = {}
 
@@ -83,6 +90,7 @@ class _Block:
 
     ms: float
     label: str
+    relocate: bool = False  # build each prepared unit again at a new place first
     ordinal: int = 0
 
     def next_key(self) -> tuple[str, int]:
@@ -96,10 +104,11 @@ _kept: dict[tuple[str, int], Any] = {}
 
 
 @contextmanager
-def block_mode(block_ms: float, label: str) -> Iterator[None]:
+def block_mode(block_ms: float, label: str, *, relocate: bool = False) -> Iterator[None]:
     """Within it, each `time_fn` call times one block of about BLOCK_MS on the inputs, warm
-    state and (on CUDA) graph that the same call site prepared on the shape's first block."""
-    token = _block.set(_Block(block_ms, label))
+    state and (on CUDA) graph that the same call site prepared on the shape's first block; with
+    RELOCATE, on a unit built again first, at a new place in device memory."""
+    token = _block.set(_Block(block_ms, label, relocate))
     try:
         yield
     finally:
@@ -143,6 +152,8 @@ def time_fn(
         key = block.next_key()
         if key not in _kept:
             _kept[key] = _prepare_block(make_inputs, fn, block.ms)
+        elif block.relocate:
+            _kept[key] = _kept[key].relocated()  # the old unit is freed here, at once
         timer: _BlockTimer = _kept[key]
         return timer.time(block.ms)
     warm = make_inputs()
@@ -380,22 +391,44 @@ def _time_cuda_graph(fn: Callable[[T], object], warm: T, pool: list[T], warmup_m
 # kernels); the pool spans BLOCK_POOL_BYTES so its sets do not all stay in L2. A call that cannot
 # be captured falls back to events around plain calls led by a GPU sleep, flagged when the GPU
 # caught up with the host.
+#
+# Where a unit's buffers sit in device memory moves a memory-bound kernel's time: on an H200,
+# RMSNorm 32768x8192's forward read up to 0.9% apart between units of one process built at
+# different places (bench/coexist_study.py), and two workers, each placed by its own history,
+# differed steadily by ~1% in A/A (bench/worker_pair.py). A relocating block builds its unit
+# again behind a padding allocation of random size, so that the place is drawn afresh: kgit
+# relocates each side once per quad, and placement becomes a noise that the pair statistics see
+# and that falls on both sides alike.
 
 
 @dataclass
 class _BlockTimer:
-    """Times one block: `run(n)` runs n repetitions of the prepared unit and returns the time
-    of each call of the unit in ms (with whether the host may have been timed)."""
+    """Times one block: `run(n)` runs n repetitions of the prepared unit, CALLS calls each, and
+    returns their time in ms (with whether the host may have been timed). Nothing in `run`
+    refers back to the timer: a unit replaced by its relocation is freed at once, not later by
+    the garbage collector, in the middle of another unit's graph capture."""
 
     run: Callable[[int], tuple[float, bool]]
-    unit_ms: float  # time of one repetition, as last measured
+    calls: int  # calls in one repetition
     method: str
     keep: list[Any] = field(default_factory=list)  # the pool and graph stay alive here
+    rebuild: Callable[[], _BlockTimer] | None = None  # the same unit, at a new place
+    unit_ms: float = 1.0  # time of one repetition, as last measured
+    host: bool = False  # whether the last block may have timed the host
+
+    def relocated(self) -> _BlockTimer:
+        """This unit built again at a new place (itself where there is no device memory)."""
+        return self.rebuild() if self.rebuild is not None else self
 
     def time(self, block_ms: float) -> Timing:
         reps = max(1, round(block_ms / max(self.unit_ms, 1e-4)))
-        per_call_ms, host = self.run(reps)
-        return Timing.from_samples([per_call_ms], self.method, int(host))
+        return Timing.from_samples([self.measure(reps)], self.method, int(self.host))
+
+    def measure(self, reps: int) -> float:
+        """Time of one call over REPS repetitions; remembers the repetition's time."""
+        elapsed, self.host = self.run(reps)
+        self.unit_ms = elapsed / reps
+        return elapsed / (reps * self.calls)
 
 
 def _prepare_block(
@@ -412,8 +445,9 @@ def _prepare_block(
     torch.cuda.empty_cache()
     _warm_up(fn, warm, min(block_ms, ESTIMATE_MS), torch.cuda.synchronize)
     count = _pool_size(count, nbytes(warm), device, None)
+    make: Callable[[], _BlockTimer] = lambda: _graph_block(make_inputs, fn, count)  # noqa: E731
     try:
-        return _graph_block(make_inputs, fn, count)
+        timer = make()
     except Exception as exc:  # a call that syncs, or allocates outside the graph's pool, say
         torch.cuda.synchronize()
         warnings.warn(
@@ -421,7 +455,28 @@ def _prepare_block(
             "blocks time plain launches, which can time the host for short kernels",
             stacklevel=3,
         )
-        return _events_block(fn, [warm, *(make_inputs() for _ in range(count - 1))])
+        make = lambda: _events_block(fn, [make_inputs() for _ in range(count)])  # noqa: E731
+        timer = _events_block(fn, [warm, *(make_inputs() for _ in range(count - 1))])
+    return _relocatable(timer, make, device)
+
+
+def _relocatable(
+    timer: _BlockTimer, make: Callable[[], _BlockTimer], device: torch.device
+) -> _BlockTimer:
+    def rebuild() -> _BlockTimer:
+        # Built while the old unit still holds its memory, behind a pad of random size: the new
+        # buffers cannot land where the old ones were, nor at one fixed offset from them.
+        free, _total = torch.cuda.mem_get_info(device)
+        steps = max(1, min(RELOCATION_PAD_MAX, int(free * RELOCATION_PAD_SHARE)) // (2 * 1024**2))
+        pad = torch.empty(
+            _placement.randrange(steps) * 2 * 1024**2, dtype=torch.uint8, device=device
+        )
+        fresh = make()
+        fresh.keep.append(pad)
+        return _relocatable(fresh, make, device)
+
+    timer.rebuild = rebuild
+    return timer
 
 
 def _cpu_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:
@@ -430,12 +485,10 @@ def _cpu_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:
         for _ in range(reps):
             for inputs in pool:
                 fn(inputs)
-        elapsed = (time.perf_counter() - start) * 1e3
-        timer.unit_ms = elapsed / reps
-        return elapsed / (reps * len(pool)), False
+        return (time.perf_counter() - start) * 1e3, False
 
-    timer = _BlockTimer(run, 1.0, "block-perf_counter", [pool])
-    run(1)  # the estimate of one repetition
+    timer = _BlockTimer(run, len(pool), "block-perf_counter", [pool])
+    timer.measure(1)  # the estimate of one repetition
     return timer
 
 
@@ -452,9 +505,17 @@ def _graph_block(
             fn(inputs)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for inputs in pool:
-            fn(inputs)
+    # No garbage collection during the capture: freeing device memory or another graph there
+    # (an object that only the collector frees) invalidates it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with torch.cuda.graph(graph, stream=stream):
+            for inputs in pool:
+                fn(inputs)
+    finally:
+        if collecting:
+            gc.enable()
 
     def run(reps: int) -> tuple[float, bool]:
         start = torch.cuda.Event(enable_timing=True)
@@ -464,20 +525,20 @@ def _graph_block(
             graph.replay()
         end.record()
         end.synchronize()
-        elapsed = start.elapsed_time(end)
-        timer.unit_ms = elapsed / reps
-        return elapsed / (reps * len(pool)), False
+        return start.elapsed_time(end), False
 
-    timer = _BlockTimer(run, 1.0, "block-cuda-graph", [pool, graph, stream])
-    run(1)
+    timer = _BlockTimer(run, len(pool), "block-cuda-graph", [pool, graph, stream])
+    timer.measure(1)
     return timer
 
 
 def _events_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:
+    host_ms = [0.05]  # host time to queue one call, as last measured
+
     def run(reps: int) -> tuple[float, bool]:
         calls = reps * len(pool)
         torch.cuda.synchronize()
-        _gpu_sleep(LEAD_MARGIN * timer.keep[1] * calls + 0.05)
+        _gpu_sleep(LEAD_MARGIN * host_ms[0] * calls + 0.05)
         lead, start = torch.cuda.Event(), torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         lead.record()
@@ -487,13 +548,11 @@ def _events_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:
             for inputs in pool:
                 fn(inputs)
         end.record()
-        host_ms = (time.perf_counter() - queued) * 1e3 / calls
+        host_ms[0] = (time.perf_counter() - queued) * 1e3 / calls
         caught_up = lead.query()
         end.synchronize()
-        elapsed = start.elapsed_time(end)
-        timer.unit_ms, timer.keep[1] = elapsed / reps, host_ms
-        return elapsed / calls, caught_up
+        return start.elapsed_time(end), caught_up
 
-    timer = _BlockTimer(run, 1.0, "block-cuda-events+lead", [pool, 0.05])
-    run(1)
+    timer = _BlockTimer(run, len(pool), "block-cuda-events+lead", [pool])
+    timer.measure(1)
     return timer

@@ -71,6 +71,7 @@ _INTERLEAVED_SCHEMA: dict[str, Any] = {
         "min_quads": {"type": "integer", "minimum": 3, "maximum": 200},
         "max_quads": {"type": "integer", "minimum": 3, "maximum": 500},
         "calibration_quads": {"type": "integer", "minimum": 3, "maximum": 200},
+        "calibration_processes": {"type": "integer", "minimum": 1, "maximum": 10},
     },
 }
 
@@ -158,7 +159,7 @@ _HINTS = {
     "gate_audit_mutants": f"how many mutants of kernel_source the baseline runs the gate on, "
     f"0 (no audit) to {MAX_AUDIT_MUTANTS}",
     "interleaved": "keys: min_pairs, max_pairs, budget_s, confidence, min_effect_pct, "
-    "calibration_pairs, block_ms, min_quads, max_quads, calibration_quads",
+    "calibration_pairs, block_ms, min_quads, max_quads, calibration_quads, calibration_processes",
 }
 
 
@@ -190,6 +191,11 @@ class Interleaved:
     min_quads: int = 8
     max_quads: int = 32
     calibration_quads: int = 12
+    # With workers, the A/A calibration's quads are split over this many pairs of processes,
+    # each started as a validation starts its own: two processes of one kernel can differ
+    # steadily (kgit/judge/stats.py, calibrate_floors), by an amount that varies from pair to
+    # pair, and the floors must cover what a validation's pair may draw.
+    calibration_processes: int = 3
 
 
 @dataclass(frozen=True)

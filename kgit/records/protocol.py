@@ -10,7 +10,8 @@ shape checked and timed, the CSV written), then prints one line
 (`exit`: the code the plain pass would have returned) and answers requests, one JSON object per
 line on its standard input:
 
-    {"id": 3, "cmd": "block", "summary_csv": PATH, "shapes": PATH, "block_ms": 25.0}
+    {"id": 3, "cmd": "block", "summary_csv": PATH, "shapes": PATH, "block_ms": 25.0,
+     "relocate": true}
     {"id": 4, "cmd": "exit"}
 
 A worker started with `KGIT_WORKER_HOLD=1` as well first prints
@@ -24,7 +25,11 @@ side's work, and the two never time at once.
 
 A `block` request measures the shapes again, each timed over about `block_ms` of device time
 (kernels already compiled, tuned and checked), and writes the same frozen CSV to PATH; the answer
-is one line `kgit-worker-reply: {"id": 3, "exit": 0}`. Anything else the harness prints is its
+is one line `kgit-worker-reply: {"id": 3, "exit": 0}`. With `relocate` (optional, false by
+default), each shape's measuring units (input pool and graph) are first built again at a new,
+random place in device memory: where a memory-bound kernel's buffers sit moves its time by up to
+~1% on an H200, and a unit placed anew at each quad makes that a noise both sides share instead
+of a steady difference between two processes. Anything else the harness prints is its
 log. Each marker line starts a line of its own (the worker prints a newline before it).
 """
 
@@ -69,7 +74,7 @@ def parse_marker(line: str) -> tuple[str, dict[str, Any]] | None:
 
 
 def block_request(
-    request_id: int, summary_csv: str, shapes: str, block_ms: float
+    request_id: int, summary_csv: str, shapes: str, block_ms: float, *, relocate: bool = False
 ) -> dict[str, Any]:
     return {
         "id": request_id,
@@ -77,4 +82,5 @@ def block_request(
         "summary_csv": summary_csv,
         "shapes": shapes,
         "block_ms": block_ms,
+        "relocate": relocate,
     }

@@ -68,7 +68,9 @@ def _note(repo: Path, rev: str = "HEAD") -> str:
 def test_baseline_calibrates_in_worker_blocks(worker_campaign: Path) -> None:
     repo = worker_campaign
     note = _note(repo, "kgit/c1/best")
-    assert "mode: worker" in note and "calibration_pairs: 4" in note
+    # calibration_quads 4 over the default 3 pairs of processes, at least 3 quads each
+    assert "mode: worker" in note and "calibration_pairs: 9" in note
+    assert "calibration_processes: 3" in note and "process_pair_change_pct" in note
     state = json.loads(git(repo, "show", "refs/kgit/c1/campaign:state.json"))
     assert set(state["noise_floors"]) == set(state["representative"])
     assert processes_under(repo) == []  # both workers are gone
@@ -91,6 +93,55 @@ def test_a_worker_round_is_judged_on_quads_of_blocks(worker_campaign: Path) -> N
     data = run_kgit("-q", "round", "validate", "--json").json()
     assert data["decision"] == "ROLLED BACK" and data["mode"] == "worker"  # type: ignore[index]
     assert "slower" in " ".join(data["reasons"])  # type: ignore[index, arg-type]
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_the_floors_cover_a_steady_difference_between_two_processes(
+    kernel_repo: Path, processes: int
+) -> None:
+    # Each process of the same kernel runs at its own steady speed, as two workers of one
+    # RMSNorm did on an H200 (0.4-4.5% apart for a pair's life). Speeds in the order the
+    # processes start measuring: the baseline's pass and its reference; two more pairs of
+    # processes, each candidate before its held reference; the A/A round's pair, 1% apart.
+    counter = kernel_repo / "process-count"
+    calibration = ["100", "100", "101.5", "100", "100.4", "100"][: 2 * processes]
+    speeds = ",".join([*calibration, "101", "100"])
+    policy = POLICY.replace(
+        "calibration_quads: 4", f"calibration_quads: 6, calibration_processes: {processes}"
+    )
+    kernel = f"speeds: {speeds}\ncounter: {counter}\nnoise: 0.0002\ntorch: 2.11\nworker\nhold\n"
+    repo = _campaign(kernel_repo, kernel, policy)
+    assert counter.read_text() == str(2 * processes)
+    assert run_kgit("round", "start", "a comment only").code == 0
+    (repo / "kernel.txt").write_text(kernel + "# a comment\n")
+    assert commit(repo, "a comment").returncode == 0
+    data = run_kgit("-q", "round", "validate", "--json").json()
+    if processes == 1:
+        # One pair drew no difference: the floors are the noise's, and the 1% is called a gain.
+        assert data["decision"] == "ACCEPTED", json.dumps(data)  # type: ignore[index]
+    else:
+        # Three pairs drew up to 1.5%: the floors cover 3%, and the 1% is no change.
+        assert data["decision"] == "ROLLED BACK", json.dumps(data)  # type: ignore[index]
+        assert "no change" in data["reasons"][0], json.dumps(data)  # type: ignore[index]
+
+
+def test_each_side_is_placed_anew_once_a_quad(kernel_repo: Path) -> None:
+    # Where a unit sits in device memory moves a memory-bound kernel's time by up to ~1%: each
+    # side's first block of a quad builds its units again at a new place, the other keeps them.
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="log_requests"))
+    log = repo / ".git" / "kgit" / "worktrees" / "c1" / "requests.log"
+    log.unlink()  # the baseline's calibration relocated too; this test looks at one round
+    _round(repo, 103, "log_requests")
+    assert run_kgit("-q", "round", "validate").code == 0
+    requests = [json.loads(line) for line in log.read_text().splitlines()]
+    sides = "".join("A" if r["side"] == "reference" else "B" for r in requests)
+    relocating = [r["relocate"] for r in requests]
+    assert len(sides) % 4 == 0 and len(sides) >= 16, sides  # one shape group: 4 blocks a quad
+    for quad in range(len(sides) // 4):
+        names, flags = sides[4 * quad : 4 * quad + 4], relocating[4 * quad : 4 * quad + 4]
+        assert sorted(names) == ["A", "A", "B", "B"] and names[0] == names[3], names
+        # the first block of each side relocates, its second does not
+        assert flags == [True, True, False, False], (names, flags)
 
 
 def _events(repo: Path) -> dict[tuple[str, str], list[float]]:
@@ -122,13 +173,13 @@ def test_a_held_reference_is_stopped_when_the_candidate_fails(kernel_repo: Path)
     repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="hold\n"))
     label = json.loads(git(repo, "show", "refs/kgit/c1/campaign:state.json"))["representative"][0]
     _round(repo, 100, f"hold\nfail: {label}\npass_sleep: 1\n")
+    calibrated = len(_events(repo).get(("reference", "pass-start"), []))
+    assert calibrated == 3  # the baseline's calibration: three pairs of processes
     result = run_kgit("round", "validate", "--json")
     assert result.json()["decision"] == "ROLLED BACK", result  # type: ignore[index]
     assert "Check FAIL" in " ".join(result.json()["reasons"])  # type: ignore[index]
-    events = _events(repo)
-    assert ("reference", "pass-start") not in events or len(
-        events[("reference", "pass-start")]
-    ) == 1  # the baseline's calibration only: this validation never started the reference
+    # this validation never started the reference's pass
+    assert len(_events(repo)[("reference", "pass-start")]) == calibrated
     assert processes_under(repo) == []
 
 

@@ -14,6 +14,7 @@ from kgit.judge.stats import (
     Pair,
     calibrate_floors,
     estimate,
+    group_biases,
     judge_pairs,
 )
 from kgit.judge.verdict import interleaved_verdict
@@ -42,7 +43,7 @@ def pairs(seed: int, n: int, shift: dict[str, float] | None = None) -> list[Pair
     return out
 
 
-FLOORS = calibrate_floors(pairs(1, 8), list(SHAPES), min_effect_pct=1.0)
+FLOORS = calibrate_floors([pairs(1, 8)], list(SHAPES), min_effect_pct=1.0)
 
 
 def judge(p: list[Pair]) -> object:
@@ -105,7 +106,27 @@ def test_estimate_calls(values: list[float], call: str) -> None:
 def test_a_steady_difference_between_two_processes_raises_the_floor() -> None:
     # A/A quads whose spread is tiny but whose mean is 0.7% off: the floor covers twice that.
     steady = [Pair({"s": 100.0}, {"s": 100.7 * (1 + 0.0005 * (-1) ** k)}) for k in range(12)]
-    floor = calibrate_floors(steady, ["s"], min_effect_pct=0.5)["s"]
+    floor = calibrate_floors([steady], ["s"], min_effect_pct=0.5)["s"]
     assert 0.0139 < floor < 0.0141
     centred = [Pair({"s": 100.0}, {"s": 100.0 * (1 + 0.0005 * (-1) ** k)}) for k in range(12)]
-    assert calibrate_floors(centred, ["s"], min_effect_pct=0.5)["s"] == 0.005
+    assert calibrate_floors([centred], ["s"], min_effect_pct=0.5)["s"] == 0.005
+
+
+def test_the_floor_covers_the_largest_difference_any_pair_of_processes_drew() -> None:
+    # Three pairs of processes, each steady within itself (quads 0.05% apart) but drawn apart
+    # by -0.3%, +1.5% and +0.4%: the floor covers twice the worst of them, and the spread within
+    # a pair is not inflated by the differences between pairs.
+    def group(offset: float) -> list[Pair]:
+        return [
+            Pair({"s": 100.0}, {"s": 100.0 * (1 + offset) * (1 + 0.0005 * (-1) ** k)})
+            for k in range(4)
+        ]
+
+    groups = [group(-0.003), group(0.015), group(0.004)]
+    floor = calibrate_floors(groups, ["s"], min_effect_pct=0.5)["s"]
+    assert 0.0300 < floor < 0.0304
+    biases = group_biases(groups, ["s"])["s"]
+    assert [round(b, 2) for b in biases] == [-0.3, 1.5, 0.4]
+    # within-pair spread alone: the three groups centred
+    centred = calibrate_floors([group(0.0)] * 3, ["s"], min_effect_pct=0.01)["s"]
+    assert 0.0004 < centred < 0.0007

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -161,6 +162,76 @@ def test_block_mode_keeps_a_call_sites_inputs_and_times_one_block() -> None:
     with block_mode(20.0, "shape-b"):
         once_per_shape(check)
     assert checks == 2  # another shape is checked on its own
+
+
+def test_a_relocating_block_on_the_cpu_keeps_its_unit() -> None:
+    # Placement in device memory is what relocation varies; host memory has none to vary.
+    from kgit.measure.timing import block_mode
+
+    made = 0
+
+    def make() -> torch.Tensor:
+        nonlocal made
+        made += 1
+        return torch.zeros(1)
+
+    with block_mode(10.0, "cpu-relocate"):
+        time_fn(make, lambda _: None)
+    before = made
+    with block_mode(10.0, "cpu-relocate", relocate=True):
+        timing = time_fn(make, lambda _: None)
+    assert made == before and timing.method == "block-perf_counter"
+
+
+def test_a_block_unit_is_freed_as_soon_as_it_is_dropped() -> None:
+    # A relocated unit's predecessor must go at once: left to the garbage collector, a CUDA
+    # graph freed in the middle of the next unit's capture invalidated that capture on an H200.
+    import gc
+    import weakref
+
+    from kgit.measure.timing import _cpu_block
+
+    timer = _cpu_block(lambda _: None, [torch.zeros(1), torch.zeros(1)])
+    timer.time(1.0)
+    gone = weakref.ref(timer)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del timer
+        assert gone() is None, "the block timer is kept alive by a reference cycle"
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@pytest.mark.gpu
+def test_a_relocating_block_times_a_unit_built_at_a_new_place() -> None:
+    from kgit.measure.timing import block_mode
+
+    pools: list[list[torch.Tensor]] = []
+
+    def make() -> list[torch.Tensor]:
+        inputs = [torch.randn(1024, 1024, device="cuda") for _ in range(2)]
+        pools.append(inputs)
+        return inputs
+
+    with block_mode(10.0, "relocate"):
+        time_fn(make, lambda p: p[0] @ p[1])
+    first = {p[0].data_ptr() for p in pools}
+    pools.clear()
+    with block_mode(10.0, "relocate"):
+        time_fn(make, lambda p: p[0] @ p[1])
+    assert not pools, "a block without relocate built new inputs"
+    places = []
+    for _ in range(3):
+        with block_mode(10.0, "relocate", relocate=True):
+            timing = time_fn(make, lambda p: p[0] @ p[1])
+        assert timing.method == "block-cuda-graph"
+        places.append({p[0].data_ptr() for p in pools})
+        pools.clear()
+    # each relocation built a whole new pool, none of it where the previous unit's was
+    assert all(places) and not first & places[0]
+    assert all(not a & b for a, b in itertools.pairwise(places))
 
 
 def test_a_block_lasts_about_the_asked_time() -> None:
