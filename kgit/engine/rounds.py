@@ -109,7 +109,8 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
     if state.next_round - 1 >= campaign.manifest.max_iterations:
         raise KgitError(
             f"max_iterations ({campaign.manifest.max_iterations}) reached",
-            hint="the campaign should end here (kgit report); raise max_iterations to go on",
+            hint="the campaign should end here (kgit report); to go on, raise max_iterations: "
+            "kgit manifest edit",
         )
     require_clean(campaign.repo, "start a round")
     repo = campaign.repo

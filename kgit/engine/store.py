@@ -163,7 +163,8 @@ class Campaign:
         one compare-and-swap transaction of the record ref, the notes refs and MOVES (other
         refs: REF, NEW, OLD), so that a kill leaves all of them written or none. Callers hold
         the write lock and have re-read the campaign under it. The manifest is kept byte for
-        byte: it changes only with a new campaign, and its bytes are what `kgit trust` approved."""
+        byte unless EXTRA_FILES holds a revision of it (kgit/engine/revise.py): its bytes are what
+        `kgit trust` approved."""
         notes = list(notes)
         files: dict[str, bytes | str | None] = dict(extra_files or {})
         files[STATE_FILE] = self.state.to_json()
