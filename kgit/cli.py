@@ -339,14 +339,19 @@ def _render_verdict(r: dict[str, Any]) -> str:
 
 
 @round.command("accept")
+@click.option(
+    "--attribution", help="What the gain comes from; kept in the round's note, shown in the report."
+)
+@click.option("--lesson", help="What the round taught; kept in its note, shown in the report.")
 @json_option
 @click.pass_obj
-def round_accept(obj: Ctx, as_json: bool) -> None:
+def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json: bool) -> None:
     """Fast-forward the best line to the round's commit (only on an accepting verdict)."""
     from kgit.engine.rounds import accept_round
 
     obj.long_step()
-    result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet)
+    words = {"attribution": attribution or "", "lesson": lesson or ""}
+    result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet, words=words)
     emit(
         result,
         as_json,
@@ -357,16 +362,17 @@ def round_accept(obj: Ctx, as_json: bool) -> None:
 @round.command("rollback")
 @click.option(
     "--reason",
-    help="Why it failed (root cause; lesson): required, as in the seed; kept in the round's "
+    help="Why it failed (the root cause): required, as in the seed; kept in the round's "
     "note and the report. Completing an interrupted rollback keeps the reason it had.",
 )
+@click.option("--lesson", help="What the round taught; kept in its note, shown in the report.")
 @json_option
 @click.pass_obj
-def round_rollback(obj: Ctx, reason: str | None, as_json: bool) -> None:
+def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bool) -> None:
     """Return to the best line; the round's commit and notes stay reachable."""
     from kgit.engine.rounds import rollback_round
 
-    result = rollback_round(obj.campaign(), reason, obj.say)
+    result = rollback_round(obj.campaign(), reason, obj.say, lesson)
     emit(
         result,
         as_json,
