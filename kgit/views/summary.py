@@ -170,7 +170,7 @@ def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = Tru
             blocks.append(Para(f"No aggregate: {failing}."))
     if data["shapes"]:
         blocks.append(_shape_table(data))
-    elif data["metric"] is None:
+    elif data["aggregate"] is None:
         blocks.append(Para("Nothing was measured."))
     blocks.append(Heading(level + 1, "Decision"))
     blocks.append(Para(f"**{data['decision']}**"))
