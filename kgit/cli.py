@@ -102,12 +102,14 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit status | log | show N                where things stand, the lineage, one round
       kgit doctor [--fix]                       explain (and repair) what a kill left behind
       kgit trust --campaign NAME                approve a fetched campaign's commands
+      kgit manifest edit [-m FILE]              revise the manifest (a new revision in the record)
+      kgit campaign delete NAME [--yes]         remove a campaign and everything kgit kept for it
       kgit push | pull [REMOTE]                 share campaigns between clones (compare-and-swap)
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,
     refs/kgit/<campaign>/ (campaign record, every round's commit), and notes
-    refs/notes/kgit/<campaign>/{rounds,bench,gate}.  Try it: kgit demo
+    refs/notes/kgit/<campaign>/{rounds,bench,gate,log}.  Try it: kgit demo
     """
     ctx.obj = Ctx(campaign, quiet)
 
