@@ -146,3 +146,35 @@ def test_campaign_delete_removes_everything_kgit_keeps(campaign: Path) -> None:
     assert again.code == 0, again
     missing = run_kgit("campaign", "delete", "nope", "--yes")
     assert missing.code == 2 and "no campaign named 'nope'" in missing.err
+
+
+def test_a_pull_refuses_a_manifest_that_changes_what_the_baseline_fixed(campaign: Path) -> None:
+    from kgit.gitdoor import open_repo
+    from tests.engine.remotes import fresh_clone, kgit_in, make_remote
+
+    repo = campaign
+    bare = make_remote(repo)
+    assert kgit_in(repo, "push").code == 0
+    clone = fresh_clone(bare, "clone")
+    # A record written outside kgit manifest edit (which refuses this) that drops a shape.
+    theirs = open_repo(repo)
+    record = theirs.rev_parse("refs/kgit/c1/campaign")
+    assert record is not None
+    stored = _stored_manifest(repo)
+    stored["target_shapes"] = stored["target_shapes"][:-1]
+    text = (json.dumps(stored, indent=2) + "\n").encode()
+    new = theirs.commit_tree(theirs.tree_with(record, {"manifest.yaml": text}), [record], "x\n")
+    theirs.update_ref("refs/kgit/c1/campaign", new, record)
+    assert kgit_in(repo, "push").code == 0
+    refused = kgit_in(clone, "pull")
+    assert refused.code == 1 and "its manifest changes target_shapes" in refused.err, refused
+
+    # A revision kgit manifest edit allows travels.
+    theirs.update_ref("refs/kgit/c1/campaign", record, new)
+    git(bare, "update-ref", "refs/kgit/c1/campaign", record)
+    revised = MANIFEST.format(python=sys.executable) + "max_iterations: 9\n"
+    assert kgit_in(repo, "manifest", "edit", "-m", _write(repo, revised)).code == 0
+    assert kgit_in(repo, "push").code == 0
+    pulled = kgit_in(clone, "pull")
+    assert pulled.code == 0, pulled
+    assert kgit_in(clone, "status", "--json").json()["max_iterations"] == 9  # type: ignore[index]
