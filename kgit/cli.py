@@ -102,12 +102,14 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit status | log | show N                where things stand, the lineage, one round
       kgit doctor [--fix]                       explain (and repair) what a kill left behind
       kgit trust --campaign NAME                approve a fetched campaign's commands
+      kgit manifest edit [-m FILE]              revise the manifest (a new revision in the record)
+      kgit campaign delete NAME [--yes]         remove a campaign and everything kgit kept for it
       kgit push | pull [REMOTE]                 share campaigns between clones (compare-and-swap)
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,
     refs/kgit/<campaign>/ (campaign record, every round's commit), and notes
-    refs/notes/kgit/<campaign>/{rounds,bench,gate}.  Try it: kgit demo
+    refs/notes/kgit/<campaign>/{rounds,bench,gate,log}.  Try it: kgit demo
     """
     ctx.obj = Ctx(campaign, quiet)
 
@@ -339,14 +341,19 @@ def _render_verdict(r: dict[str, Any]) -> str:
 
 
 @round.command("accept")
+@click.option(
+    "--attribution", help="What the gain comes from; kept in the round's note, shown in the report."
+)
+@click.option("--lesson", help="What the round taught; kept in its note, shown in the report.")
 @json_option
 @click.pass_obj
-def round_accept(obj: Ctx, as_json: bool) -> None:
+def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json: bool) -> None:
     """Fast-forward the best line to the round's commit (only on an accepting verdict)."""
     from kgit.engine.rounds import accept_round
 
     obj.long_step()
-    result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet)
+    words = {"attribution": attribution or "", "lesson": lesson or ""}
+    result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet, words=words)
     emit(
         result,
         as_json,
@@ -357,16 +364,17 @@ def round_accept(obj: Ctx, as_json: bool) -> None:
 @round.command("rollback")
 @click.option(
     "--reason",
-    help="Why it failed (root cause; lesson): required, as in the seed; kept in the round's "
+    help="Why it failed (the root cause): required, as in the seed; kept in the round's "
     "note and the report. Completing an interrupted rollback keeps the reason it had.",
 )
+@click.option("--lesson", help="What the round taught; kept in its note, shown in the report.")
 @json_option
 @click.pass_obj
-def round_rollback(obj: Ctx, reason: str | None, as_json: bool) -> None:
+def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bool) -> None:
     """Return to the best line; the round's commit and notes stay reachable."""
     from kgit.engine.rounds import rollback_round
 
-    result = rollback_round(obj.campaign(), reason, obj.say)
+    result = rollback_round(obj.campaign(), reason, obj.say, lesson)
     emit(
         result,
         as_json,
@@ -662,6 +670,106 @@ def trust(obj: Ctx, name: str | None, yes: bool, as_json: bool) -> None:
         lambda r: (
             f"{'already trusted' if r['was_trusted'] else 'trusted'}: campaign "
             f"{r['campaign']} ({r['config_key']} = {r['manifest_sha256'][:16]}...)"
+        ),
+    )
+
+
+@cli.group(context_settings=CONTEXT)
+def manifest() -> None:
+    """Revise the campaign's manifest (recorded as a new revision in its record)."""
+
+
+@manifest.command("edit")
+@click.option(
+    "-m",
+    "--manifest",
+    "manifest_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The whole new manifest from FILE, instead of opening $EDITOR.",
+)
+@json_option
+@click.pass_obj
+def manifest_edit(obj: Ctx, manifest_file: Path | None, as_json: bool) -> None:
+    """Change the manifest: any field before the baseline; after it, only the fields
+    that keep rounds comparable (max_iterations, performance_target, thresholds,
+    acceptance_command). Shapes, metric, harness or gate are a new campaign.
+
+    \b
+    Each change is a new revision in the campaign record (git log
+    refs/kgit/NAME/campaign -- manifest.yaml). A revision that changes a command
+    needs kgit trust again; one that keeps them keeps the approval.
+    """
+    from kgit.engine.revise import edit_manifest, editable_text
+    from kgit.records.yamltext import read_text_capped
+
+    campaign = obj.campaign()
+    if manifest_file is not None:
+        text, source = read_text_capped(manifest_file), str(manifest_file)
+    else:
+        if not sys.stdin.isatty() or not sys.stdout.isatty():
+            raise UsageError(
+                "kgit manifest edit opens $EDITOR, and there is no terminal",
+                hint="write the new manifest to a file, then kgit manifest edit -m FILE",
+            )
+        shown = editable_text(campaign)
+        edited = click.edit(shown, extension=".yaml", require_save=True)
+        text, source = (edited if edited is not None else shown), "the edited manifest"
+    result = edit_manifest(campaign, text, source)
+    for warning in result["warnings"]:
+        obj.say(f"warning: {warning}")
+    emit(result, as_json, _render_revision)
+
+
+def _render_revision(r: dict[str, Any]) -> str:
+    if not r["recorded"]:
+        return f"campaign {r['campaign']}: the manifest is unchanged (revision {r['revision']})"
+    lines = [f"campaign {r['campaign']}: manifest revision {r['revision']} recorded"]
+    lines += [f"  {k}: {v['from']!r} -> {v['to']!r}" for k, v in r["changed"].items()]
+    if r["needs_trust"]:
+        lines.append(
+            f"a command changed: kgit trust --campaign {r['campaign']} approves it "
+            "(kgit runs none of its commands until then)"
+        )
+    return "\n".join(lines)
+
+
+@cli.group("campaign", context_settings=CONTEXT)
+def campaign_group() -> None:
+    """Manage campaigns as a whole."""
+
+
+@campaign_group.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Delete without asking (for scripts and agents).")
+@json_option
+@click.pass_obj
+def campaign_delete(obj: Ctx, name: str, yes: bool, as_json: bool) -> None:
+    """Remove campaign NAME from this clone: its record, kept rounds, notes, branches,
+    kgit's work trees and caches, and its trust approval. A remote keeps what was
+    pushed there; the commits stay in git's object store until git gc."""
+    from kgit.engine.delete import campaign_refs, delete_campaign
+
+    repo = obj.repo()
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                f"kgit campaign delete asks before it removes campaign {name}, and there is no "
+                "terminal to ask on",
+                hint=f"kgit campaign delete {name} --yes",
+            )
+        count = len(campaign_refs(repo, name))
+        question = f"delete campaign {name} ({count} refs: record, rounds, notes, branches)?"
+        if not click.confirm(question, default=False, err=True):
+            raise KgitError("nothing deleted", hint="kgit status --all")
+    result = delete_campaign(repo, name)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"campaign {r['campaign']} deleted ({len(r['deleted_refs'])} refs"
+            + (f", {len(r['work_trees'])} work trees" if r["work_trees"] else "")
+            + ")"
+            + ("; HEAD detached where its branch was" if r["detached_head"] else "")
         ),
     )
 

@@ -404,6 +404,17 @@ class Repo:
                 details=proc.stderr.decode(errors="replace").strip(),
             )
 
+    def delete_refs(self, refs: Mapping[str, str], message: str) -> None:
+        """Delete every REF that still points at its sha, in one transaction (all or none)."""
+        lines = "".join(f"delete {ref} {sha}\n" for ref, sha in refs.items())
+        proc = self._run(["update-ref", "-m", message, "--stdin"], lines.encode())
+        if proc.returncode != 0:
+            raise KgitError(
+                "refs moved while kgit was deleting them",
+                hint="another kgit or git process changed them; run the command again",
+                details=proc.stderr.decode(errors="replace").strip(),
+            )
+
     # -- notes ---------------------------------------------------------------------------------
 
     def note_write(self, notes_ref: str, target: str, data: bytes) -> None:

@@ -67,7 +67,7 @@ def prepare_commit_msg(message_file: str, source: str | None = None) -> int:
             text = f"{subject}\n\nHypothesis: {hypothesis}\n{rest}"
         path.write_text(text)
     trailers = [f"Kgit-Campaign: {campaign.name}", f"Kgit-Round: {number}"]
-    if hypothesis:
+    if hypothesis and "Hypothesis:" not in path.read_text():  # never said twice
         trailers.append(f"Kgit-Hypothesis: {hypothesis}")
     args = ["interpret-trailers", "--in-place", "--if-exists", "doNothing"]
     for trailer in trailers:

@@ -59,6 +59,16 @@ def hooks_missing(repo: Repo) -> list[str]:
 
 
 def configure_git(repo: Repo) -> None:
-    """Notes follow amend and rebase; `git log` shows round notes without flags."""
+    """Notes follow amend and rebase; `git log` shows each round's short summary without flags
+    (the full round notes: `git log --notes=kgit/<campaign>/rounds`)."""
     repo.config_add("notes.rewriteRef", "refs/notes/kgit/*")
-    repo.config_add("notes.displayRef", "refs/notes/kgit/*/rounds")
+    # A kgit before this displayed the whole round notes (~40 lines of YAML a round).
+    repo.git(
+        "config",
+        "--local",
+        "--unset-all",
+        "notes.displayRef",
+        r"^refs/notes/kgit/\*/rounds$",
+        check=False,
+    )
+    repo.config_add("notes.displayRef", "refs/notes/kgit/*/log")

@@ -6,9 +6,10 @@ round accepted. kgit/engine/pull.py calls these before it moves anything."""
 from __future__ import annotations
 
 from kgit.engine.remote import SALVAGE, RecordAt, Sides
-from kgit.engine.store import HARNESS_DIR
+from kgit.engine.store import HARNESS_DIR, MANIFEST_FILE
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
+from kgit.records.manifest import REVISABLE_AFTER_BASELINE, differing_fields, manifest_from_stored
 from kgit.records.notes import (
     ACCEPTING,
     BASELINE,
@@ -170,6 +171,12 @@ def _baseline_changes(repo: Repo, ours: RecordAt, theirs: RecordAt) -> list[str]
     harness = [repo.rev_parse(f"{side.commit}:{HARNESS_DIR}") for side in (ours, theirs)]
     if harness[0] != harness[1]:
         found.append(f"its frozen harness copy ({HARNESS_DIR}/) changed")
+    mine, remote = repo.read_objects([f"{side.commit}:{MANIFEST_FILE}" for side in (ours, theirs)])
+    if mine and remote and mine[0] != remote[0]:
+        before, after = (manifest_from_stored(m[1].decode()) for m in (mine, remote))
+        frozen = [k for k in differing_fields(before, after) if k not in REVISABLE_AFTER_BASELINE]
+        if frozen:
+            found.append(f"its manifest changes {', '.join(frozen)} (fixed at baseline)")
     return found
 
 

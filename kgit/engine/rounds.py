@@ -109,7 +109,8 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
     if state.next_round - 1 >= campaign.manifest.max_iterations:
         raise KgitError(
             f"max_iterations ({campaign.manifest.max_iterations}) reached",
-            hint="the campaign should end here (kgit report); raise max_iterations to go on",
+            hint="the campaign should end here (kgit report); to go on, raise max_iterations: "
+            "kgit manifest edit",
         )
     require_clean(campaign.repo, "start a round")
     repo = campaign.repo
@@ -415,12 +416,15 @@ def _record(
     }
 
 
-def accept_round(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+def accept_round(
+    campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Accept the open round. Its checks read the record and the best line before taking the
     lock (the gate may run meanwhile), so a second accept of the same round can fail any of
-    them once the first has moved the best line; such a refusal says what really happened."""
+    them once the first has moved the best line; such a refusal says what really happened.
+    WORDS: what the user says of the round (attribution, lesson), kept in its note."""
     try:
-        return _accept(campaign, say, echo=echo)
+        return _accept(campaign, say, echo=echo, words=words or {})
     except KgitError as error:
         raise _closed_meanwhile(campaign, error) from None
 
@@ -439,7 +443,7 @@ def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
     )
 
 
-def _accept(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) -> dict[str, Any]:
     require_trusted(campaign, "accept (it may run the gate)")
     open_round, tip = _on_round_branch(campaign, "accept")
     if tip == open_round.parent:
@@ -471,7 +475,7 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
             hint="kgit round rollback finishes it",
         )
     if interrupted == ACCEPT:  # the best line already holds it: only the record is left to do
-        return _accept_under_lock(campaign, open_round, tip, say, completing=True)
+        return _accept_under_lock(campaign, open_round, tip, say, completing=True, words=words)
     # The decision below comes from the record, never from the notes ref; one that differs is
     # still a reason to stop: someone rewrote the campaign's published record.
     require_unchanged(campaign, ("rounds", "gate"), f"accept round-{note.round}")
@@ -517,7 +521,7 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         )
     _require_real(campaign, note.round, evidence, tip)
     ensure_gated(campaign, tip, say, echo=echo)
-    return _accept_under_lock(campaign, open_round, tip, say)
+    return _accept_under_lock(campaign, open_round, tip, say, words=words)
 
 
 def stale_base(campaign: Campaign, open_round: OpenRound, best_tip: str, action: str) -> KgitError:
@@ -557,7 +561,13 @@ def _require_real(campaign: Campaign, number: int, evidence: Evidence, tip: str)
 
 
 def _accept_under_lock(
-    campaign: Campaign, open_round: OpenRound, tip: str, say: Say, *, completing: bool = False
+    campaign: Campaign,
+    open_round: OpenRound,
+    tip: str,
+    say: Say,
+    *,
+    completing: bool = False,
+    words: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Fast-forward the best line to TIP, then record it. The best line moves first: a kill
     after it leaves an interrupted accept that accept and rollback both complete."""
@@ -573,7 +583,7 @@ def _accept_under_lock(
         note = _accepting_note(current, open_round, tip)
         if best_tip != tip:
             repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
-        status = _record_accept(current, open_round, tip, note)
+        status = _record_accept(current, open_round, tip, note, words or {})
     _leave_round_branch(campaign, open_round.number)
     say(f"round-{open_round.number} {status}: {best_ref.removeprefix('refs/heads/')} -> {tip[:10]}")
     return {
@@ -617,11 +627,15 @@ def _accepting_note(current: Campaign, open_round: OpenRound, tip: str) -> Round
     return note
 
 
-def _record_accept(current: Campaign, open_round: OpenRound, tip: str, note: RoundNote) -> str:
-    """Mark TIP's NOTE accepted, keep the commit, close the round. Returns the status."""
+def _record_accept(
+    current: Campaign, open_round: OpenRound, tip: str, note: RoundNote, words: dict[str, str]
+) -> str:
+    """Mark TIP's NOTE accepted with WORDS (attribution, lesson), keep the commit, close the
+    round. Returns the status."""
     assert note.decision is not None  # _accepting_note checked it
     if note.status not in ACCEPTING:  # an accept completed again keeps its first time
         note.status, note.decided_at = note.decision, now()
+    _keep_words(note, words)
     _mark(current, open_round.number, tip, note)
     current.state.open_round = None
     current.save(f"round-{open_round.number} {note.status}")
@@ -640,6 +654,14 @@ def _mark(current: Campaign, number: int, tip: str, note: RoundNote) -> None:
     )
 
 
+def _keep_words(note: RoundNote, words: dict[str, str]) -> None:
+    """What the user said of the round (attribution, lesson) into its NOTE; blank words none."""
+    for key in ("attribution", "lesson"):
+        text = (words.get(key) or "").strip()
+        if text:
+            setattr(note, key, text)
+
+
 def _require_reason(
     campaign: Campaign, open_round: OpenRound, tip: str, reason: str | None
 ) -> None:
@@ -656,7 +678,11 @@ def _require_reason(
     )
 
 
-def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str, Any]:
+def rollback_round(
+    campaign: Campaign, reason: str | None, say: Say, lesson: str | None = None
+) -> dict[str, Any]:
+    """Roll the open round back, saying why (REASON: the root cause) and what it taught (LESSON):
+    both kept in its note, or in the campaign state for a round that had no commit."""
     open_round = _open_round(campaign)
     repo = campaign.repo
     require_clean(repo, "roll back")
@@ -685,6 +711,7 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
             note.decision = note.decision or ROLLED_BACK
             if reason is not None or note.rollback_reason is None:  # a completed one keeps it
                 note.rollback_reason = reason
+            _keep_words(note, {"lesson": lesson or ""})
             _mark(current, open_round.number, tip, note)
         else:
             current.state.abandoned.append(
@@ -693,6 +720,7 @@ def rollback_round(campaign: Campaign, reason: str | None, say: Say) -> dict[str
                     "hypothesis": open_round.hypothesis,
                     "reason": reason,
                     "at": now(),
+                    **({"lesson": lesson.strip()} if lesson and lesson.strip() else {}),
                 }
             )
         current.state.open_round = None

@@ -77,7 +77,8 @@ def subject(campaign: Campaign, drift: Drift, rounds: dict[str, int] | None = No
     rounds = rounds if rounds is not None else round_numbers(campaign)
     number = rounds.get(drift.target)
     what = f"round-{number}" if number is not None else f"commit {drift.target[:10]}"
-    return f"note of {what}" if drift.kind == "rounds" else f"benchmark CSV note of {what}"
+    kind = {"rounds": "note", "log": "git log summary"}.get(drift.kind, "benchmark CSV note")
+    return f"{kind} of {what}"
 
 
 def round_numbers(campaign: Campaign) -> dict[str, int]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
+from kgit.records.lognote import log_summary
 from kgit.records.manifest import Manifest, manifest_from_stored
 from kgit.records.names import (
     NOTE_KINDS,
@@ -98,6 +99,7 @@ class NoteWrite:
     kind: str
     target: str
     blob: str
+    log: str | None = None  # a round note's summary for `git log` (kgit/records/lognote.py), stored
 
 
 @dataclass
@@ -163,8 +165,10 @@ class Campaign:
         one compare-and-swap transaction of the record ref, the notes refs and MOVES (other
         refs: REF, NEW, OLD), so that a kill leaves all of them written or none. Callers hold
         the write lock and have re-read the campaign under it. The manifest is kept byte for
-        byte: it changes only with a new campaign, and its bytes are what `kgit trust` approved."""
+        byte unless EXTRA_FILES holds a revision of it (kgit/engine/revise.py): its bytes are what
+        `kgit trust` approved."""
         notes = list(notes)
+        notes += [NoteWrite("log", n.target, n.log) for n in notes if n.log]
         files: dict[str, bytes | str | None] = dict(extra_files or {})
         files[STATE_FILE] = self.state.to_json()
         if not self.sealed:
@@ -260,7 +264,9 @@ class Campaign:
         self.save(f"round-{note.round} note", notes=[self.round_note(commit, note)])
 
     def round_note(self, commit: str, note: RoundNote) -> NoteWrite:
-        return self.note("rounds", commit, note.to_text().encode())
+        """The round note and, written with it, its summary that `git log` displays."""
+        summary = self.repo.write_blob(log_summary(note).encode())
+        return NoteWrite("rounds", commit, self.repo.write_blob(note.to_text().encode()), summary)
 
     def read_round(self, commit: str) -> RoundNote | None:
         data = self.read_note("rounds", commit)

@@ -8,7 +8,8 @@ kgit runs a manifest's commands only when this repository's own config approves 
 manifest: `kgit.<campaign>.trust` holds the SHA-256 of the manifest's bytes as stored in the
 record. Git never transfers a repository's config; `kgit init` and `kgit import` approve what the
 user just defined, `kgit trust` approves a campaign that arrived any other way after showing its
-commands, and a manifest that changes in the record (a new revision, fetched) needs approval again.
+commands, and a manifest revision (`kgit manifest edit`, or fetched) that changes a command needs
+approval again; a revision that keeps every command keeps the approval.
 
 This guards against records that arrive from elsewhere. A process that can write this
 repository's config (an agent running as the user) can approve on the user's behalf, as it can
@@ -60,8 +61,14 @@ class Trust:
 
 
 def trust_of(campaign: Campaign) -> Trust:
-    approved = campaign.repo.config_local(config_key(campaign.name))
-    return Trust(campaign.name, digest(campaign), approved)
+    """A manifest revised without changing a command (max_iterations, thresholds...) keeps the
+    approval of the revision before it; one whose commands changed needs `kgit trust` again."""
+    approved, now = campaign.repo.config_local(config_key(campaign.name)), digest(campaign)
+    if approved is not None and approved != now:
+        fields = changed_fields(campaign, approved)
+        if fields is not None and not set(fields) & set(COMMAND_FIELDS):
+            approved = now
+    return Trust(campaign.name, now, approved)
 
 
 def record_trust(campaign: Campaign) -> None:

@@ -261,6 +261,23 @@ class Manifest:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
+# What a manifest revision may change once the baseline is measured: rounds judged before and
+# after it stay comparable (the same shapes, metric, harness, gate and measuring method). Any
+# other field is a new campaign.
+REVISABLE_AFTER_BASELINE = (
+    "max_iterations",
+    "performance_target",
+    "thresholds",
+    "acceptance_command",
+)
+
+
+def differing_fields(old: Manifest, new: Manifest) -> list[str]:
+    """The top-level fields whose values differ between OLD and NEW, in the manifest's order."""
+    before, after = old.to_dict(), new.to_dict()
+    return [key for key in after if before.get(key) != after[key]]
+
+
 def harness_paths(quick_command: str) -> list[str]:
     """Files the quick command names (scripts it runs): the default `protected_paths`."""
     try:

@@ -75,7 +75,8 @@ class CampaignRefs:
 
 
 # Every notes ref kgit writes, by its last component.
-NOTE_KINDS = ("rounds", "bench", "gate", "final")
+# `log` holds the short summary of each round note that plain `git log` displays.
+NOTE_KINDS = ("rounds", "bench", "gate", "final", "log")
 
 
 _ROUND_BRANCH = re.compile(r"refs/heads/kgit/(?P<campaign>[^/]+)/round-(?P<round>[0-9]+)")

@@ -207,6 +207,10 @@ class RoundNote:
     validated_at: str | None = None
     decided_at: str | None = None
     rollback_reason: str | None = None
+    # What the user said of the round when closing it (round accept --attribution/--lesson,
+    # round rollback --lesson): the seed's rule-4 summary fields.
+    attribution: str | None = None
+    lesson: str | None = None
     harness_tail: str | None = None
     fingerprint: dict[str, str] = field(default_factory=dict)  # GPU, driver, CUDA, torch, triton
     statistics: dict[str, Any] = field(default_factory=dict)  # the judged estimates, per shape

@@ -104,6 +104,18 @@ def _link(path: Path, base: Path | None) -> str:
 _INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*")
 
 
+# Words the HTML colours (green: held, red: did not), always as text too: a mark that is colour
+# or an emoji alone is lost without an emoji font, in print and to colour-blind readers.
+PASS_MARK, FAIL_MARK = "**PASS**", "**FAIL**"
+_GOOD = {"PASS", "ACCEPTED", "ACCEPTED (trade-off)", "BASELINE", "reached"}
+_BAD = {"FAIL", "ERROR", "ROLLED BACK"}
+
+
+def _verdict_class(text: str) -> str:
+    word = text.strip()
+    return ' class="good"' if word in _GOOD else ' class="bad"' if word in _BAD else ""
+
+
 def _inline_html(text: str) -> str:
     out, pos = [], 0
     for match in _INLINE.finditer(text):
@@ -111,7 +123,7 @@ def _inline_html(text: str) -> str:
         if match[1] is not None:
             out.append(f"<code>{html.escape(match[1])}</code>")
         else:
-            out.append(f"<strong>{html.escape(match[2])}</strong>")
+            out.append(f"<strong{_verdict_class(match[2])}>{html.escape(match[2])}</strong>")
         pos = match.end()
     out.append(html.escape(text[pos:]))
     return "".join(out)
@@ -125,6 +137,7 @@ th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:to
 th{background:#f3f3f3} tr:nth-child(even) td{background:#fafafa}
 code,pre{background:#f5f5f5;font-family:ui-monospace,monospace}
 pre{padding:.6em;overflow-x:auto} img{max-width:100%}
+.good{color:#116329;font-weight:600} .bad{color:#b3261e;font-weight:600}
 """
 
 
@@ -139,7 +152,9 @@ def _html_block(block: Block) -> str:
     if isinstance(block, Table):
         head = "".join(f"<th>{_inline_html(h)}</th>" for h in block.headers)
         body = "".join(
-            "<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>"
+            "<tr>"
+            + "".join(f"<td{_verdict_class(c)}>{_inline_html(c)}</td>" for c in row)
+            + "</tr>"
             for row in block.rows
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from kgit.records.gate_audit import SURVIVED, GateAudit
-from kgit.views.document import Block, Bullets, Heading, Para, Table
+from kgit.views.document import FAIL_MARK, PASS_MARK, Block, Bullets, Heading, Para, Table
 from kgit.views.lineage import github_table
 
-OK, NO = "✅", "❌"
+OK, NO = PASS_MARK, FAIL_MARK  # words, coloured in HTML (kgit/views/document.py)
 
 
 def audit_data(audit: GateAudit) -> dict[str, Any]:

@@ -75,6 +75,9 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "commit": commit,
                 "decided_at": note.decided_at,
                 "decision": note.decision,
+                "reason": note.rollback_reason,
+                "attribution": note.attribution,
+                "lesson": note.lesson,
                 "note": drifted.get(commit),
             }
         )
@@ -92,6 +95,8 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "decided_at": lost["at"],
                 "decision": ROLLED_BACK,
                 "reason": lost.get("reason"),
+                "attribution": None,
+                "lesson": lost.get("lesson"),
                 "note": None,
             }
         )
@@ -398,6 +403,12 @@ SHAPES_LEGEND = (
 )
 
 
+def _said(row: dict[str, Any]) -> str:
+    """What the user said when closing the round: `reason: ...; lesson: ...` ('' if nothing)."""
+    words = [(key, row.get(key)) for key in ("reason", "attribution", "lesson")]
+    return "; ".join(f"{key}: {text}" for key, text in words if text)
+
+
 def quick_is_subset(campaign: Campaign) -> bool:
     """Whether quick validations measure fewer shapes than full ones (inactive shapes, failing
     at baseline, are in neither)."""
@@ -429,6 +440,9 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
         text += "\nno round recorded yet: kgit baseline records round-1"
     if quick_is_subset and len({r["level"] for r in rows if r["aggregate"] is not None}) > 1:
         text += "\n" + SHAPES_LEGEND
+    said = [(r["round"], _said(r)) for r in rows if _said(r)]
+    if said:
+        text += "\n\n" + "\n".join(f"round-{number}: {words}" for number, words in said)
     for row in rows:
         if row.get("note"):
             what = "changed after kgit wrote it" if row["note"] == CHANGED else "was removed"

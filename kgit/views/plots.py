@@ -41,7 +41,14 @@ def plot_aggregate(views: list[RoundView], metric: str, labels: list[str], path:
     kept = [(v.number, y) for v, y in points if y is not None and v.accepted]
     dropped = [(v.number, y) for v, y in points if y is not None and not v.accepted]
     if kept:
-        ax.plot(*zip(*kept, strict=True), "-o", color="tab:blue", label="accepted (best line)")
+        # The best line holds its level until the next accept: a step, not a slope.
+        ax.plot(
+            *zip(*kept, strict=True),
+            "-o",
+            drawstyle="steps-post",
+            color="tab:blue",
+            label="accepted (best line)",
+        )
         last = max(v.number for v in views)
         if last > kept[-1][0]:  # the best line holds its level through later rolled-back rounds
             ax.plot([kept[-1][0], last], [kept[-1][1]] * 2, "--", color="tab:blue", lw=1)
@@ -51,6 +58,19 @@ def plot_aggregate(views: list[RoundView], metric: str, labels: list[str], path:
         ax.axvline(lost, color="tab:red", ls=":", lw=1, alpha=0.6)
     if any(v.note is None for v in views):
         ax.plot([], [], ":", color="tab:red", label="rolled back before a commit (no data)")
+    # A commit that was never measured: the gate failed on it, or it was rolled back before
+    # validation. Its round is marked where the aggregate would be, not left out silently.
+    blocked = [v.number for v, y in points if v.note is not None and y is None]
+    for number in blocked:
+        ax.axvline(number, color="tab:orange", ls="-.", lw=1.2, alpha=0.8)
+    if blocked:
+        ax.plot(
+            [],
+            [],
+            "-.",
+            color="tab:orange",
+            label="not measured (gate failed, or rolled back before validation)",
+        )
     base = next(((v.number, y) for v, y in points if v.is_baseline and y is not None), None)
     if base is not None:
         ax.axhline(base[1], color="gray", ls="--", lw=1)
@@ -59,10 +79,11 @@ def plot_aggregate(views: list[RoundView], metric: str, labels: list[str], path:
     ax.set_ylabel(f"{metric} (geomean)")
     ax.set_title(f"{metric} per round, on the {len(labels)} quick-validation shapes")
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=9)
+    # Below the axes: inside, "best" still covered the lines once the legend had five entries.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=9, frameon=False)
     ax.xaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
-    fig.savefig(path, format="png")
+    fig.savefig(path, format="png", bbox_inches="tight")  # the legend is outside
     plt.close(fig)
     return path
 
@@ -75,16 +96,24 @@ def plot_speedup(rows: list[dict[str, Any]], path: Path) -> Path:
     labels = [r["shape"] for r in measured]
     speedups = [r["speedup"] for r in measured]
     colors = ["tab:green" if s >= 1 else "tab:red" for s in speedups]
-    bars = ax.bar(range(len(labels)), speedups, color=colors)
+    # Bars grow from the 1.0 line, up for a gain and down for a loss, and each label sits past
+    # its bar's end, away from the line (bars from 0 put a 0.98x label across the 1.0 line).
+    bars = ax.bar(range(len(labels)), [s - 1 for s in speedups], bottom=1.0, color=colors)
     for bar, value in zip(bars, speedups, strict=True):
         ax.annotate(
             f"{value:.3f}x",
-            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            (bar.get_x() + bar.get_width() / 2, value),
+            xytext=(0, 3 if value >= 1 else -3),
+            textcoords="offset points",
             ha="center",
-            va="bottom",
+            va="bottom" if value >= 1 else "top",
             fontsize=8,
         )
     ax.axhline(1.0, color="black", lw=1)
+    if speedups:
+        low, high = min(min(speedups), 1.0), max(max(speedups), 1.0)
+        pad = max(0.02, 0.15 * (high - low))
+        ax.set_ylim(low - pad, high + pad)
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("speedup (best / baseline)")
     ax.set_title("Best line vs baseline, per shape")

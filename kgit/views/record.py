@@ -99,7 +99,7 @@ def load_rounds(
                 csv=csv,
                 table=_table(csv, note, frozen),
                 diffstat=stats.get(commit, ""),
-                recorded=recorded_fields(messages.get(commit, "")),
+                recorded={**recorded_fields(messages.get(commit, "")), **_said(note)},
                 rollback_reason=note.rollback_reason,
                 decided_at=note.decided_at,
                 warnings=drifted.get(commit, []),
@@ -115,9 +115,17 @@ def load_rounds(
                 hypothesis=lost["hypothesis"],
                 rollback_reason=lost.get("reason"),
                 decided_at=lost.get("at"),
+                recorded={"lesson": lost["lesson"]} if lost.get("lesson") else {},
             )
         )
     return sorted(views, key=lambda view: view.number)
+
+
+def _said(note: RoundNote) -> dict[str, str]:
+    """What the user said of the round when closing it (kgit round accept --attribution and
+    --lesson, rollback --lesson): it wins over a `Key:` line of the commit message."""
+    said = {"attribution": note.attribution, "lesson": note.lesson}
+    return {key: text for key, text in said.items() if text}
 
 
 def load_round(campaign: Campaign, number: int) -> RoundView | None:

@@ -14,7 +14,17 @@ from kgit.engine.store import Campaign
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
-from kgit.views.document import Block, Bullets, Document, Heading, Image, Para, Table
+from kgit.views.document import (
+    FAIL_MARK,
+    PASS_MARK,
+    Block,
+    Bullets,
+    Document,
+    Heading,
+    Image,
+    Para,
+    Table,
+)
 from kgit.views.gate_audit import audit_data
 from kgit.views.gate_audit import report_blocks as gate_audit_blocks
 from kgit.views.record import RoundView, load_rounds
@@ -28,7 +38,8 @@ from kgit.views.trend import (
     vs_baseline_cell,
 )
 
-OK, NO = "✅", "❌"
+OK, NO = PASS_MARK, FAIL_MARK  # words, coloured in HTML (kgit/views/document.py)
+REACHED, NOT_REACHED = "**reached**", "**not reached**"
 
 
 def _target(campaign: Campaign) -> dict[str, Any]:
@@ -309,16 +320,17 @@ def _shape_blocks(data: dict[str, Any]) -> list[Block]:
 
 
 def _termination_blocks(data: dict[str, Any]) -> list[Block]:
+    # A stop condition is reached or not: "FAIL" would call an unfinished campaign an error.
     t = data["termination"]
     target = t["target"]
     if target["target"] is None:
-        target_line = f"{NO} performance target: none set in the manifest"
+        target_line = f"{NOT_REACHED} performance target: none set in the manifest"
     elif not target["checkable"]:
         target_line = (
-            f"{NO} performance target: {target['target']!r} is not numeric (check by hand)"
+            f"{NOT_REACHED} performance target: {target['target']!r} is not numeric (check by hand)"
         )
     else:
-        mark = OK if target["reached"] else NO
+        mark = REACHED if target["reached"] else NOT_REACHED
         target_line = (
             f"{mark} performance target {target['target']}: best aggregate "
             f"{num(target['best_aggregate'])}"
@@ -330,12 +342,12 @@ def _termination_blocks(data: dict[str, Any]) -> list[Block]:
             [
                 target_line,
                 _efficiency_line(t["hardware_efficiency"]),
-                f"{OK if it['reached'] else NO} max_iterations: {it['used']} of {it['max']} rounds used",
-                f"{OK if t['user_stop']['reached'] else NO} user stop: "
+                f"{REACHED if it['reached'] else NOT_REACHED} max_iterations: {it['used']} of {it['max']} rounds used",
+                f"{REACHED if t['user_stop']['reached'] else NOT_REACHED} user stop: "
                 + (
                     "the campaign is marked finished"
                     if t["user_stop"]["reached"]
-                    else "not recorded"
+                    else "the campaign is not finished"
                 ),
             ]
         ),
@@ -344,10 +356,10 @@ def _termination_blocks(data: dict[str, Any]) -> list[Block]:
 
 def _efficiency_line(e: dict[str, Any]) -> str:
     if not e["measured"]:
-        return f"{NO} acceptable hardware efficiency: not measured (no device peaks known: set peaks: in the manifest)"
+        return f"{NOT_REACHED} acceptable hardware efficiency: not measured (no device peaks known: set peaks: in the manifest)"
     pcts = e["pct_of_peak"].values()
     return (
-        f"{NO} acceptable hardware efficiency: not judged (no efficiency target); the best line "
+        f"{NOT_REACHED} acceptable hardware efficiency: not judged (no efficiency target); the best line "
         f"runs at {min(pcts):.1f}-{max(pcts):.1f}% of the {e['device']} peak"
     )
 

@@ -1,6 +1,7 @@
 """One round's summary (iteration rule 4): hypothesis, the single change, results with deltas
 and SNR, the decision and its reasons, attribution and next direction; a rollback adds change /
-expected / actual / root cause / lesson. Fields nobody recorded say "not recorded".
+expected / actual / root cause / lesson. A field nobody recorded is None in the data and left out
+of the text (a report of "not recorded" lines says nothing).
 
 Used by `kgit show`, by each round of `kgit report` and by the exported `summary.md`.
 """
@@ -103,8 +104,9 @@ def summary_data(
         "cause": note.cause if note else None,
         "reasons": list(note.reasons) if note else [],
         "findings": list(note.findings) if note else [],
-        "attribution": recorded.get("attribution", NOT_RECORDED),
-        "next_direction": recorded.get("next_direction", NOT_RECORDED),
+        "attribution": recorded.get("attribution"),
+        "next_direction": recorded.get("next_direction"),
+        "lesson": recorded.get("lesson"),
         "rollback": None,
         "warnings": list(view.warnings),
     }
@@ -115,8 +117,8 @@ def summary_data(
             else "no commit was made",
             "expected": recorded.get("expected", f"the hypothesis: {view.hypothesis}"),
             "actual": _actual(view),
-            "root_cause": recorded.get("root_cause") or view.rollback_reason or NOT_RECORDED,
-            "lesson": recorded.get("lesson", NOT_RECORDED),
+            "root_cause": recorded.get("root_cause") or view.rollback_reason,
+            "lesson": recorded.get("lesson"),
             "reason": view.rollback_reason,
         }
     return data
@@ -168,7 +170,7 @@ def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = Tru
             blocks.append(Para(f"No aggregate: {failing}."))
     if data["shapes"]:
         blocks.append(_shape_table(data))
-    elif data["metric"] is None:
+    elif data["aggregate"] is None:
         blocks.append(Para("Nothing was measured."))
     blocks.append(Heading(level + 1, "Decision"))
     blocks.append(Para(f"**{data['decision']}**"))
@@ -178,11 +180,15 @@ def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = Tru
         rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in data["findings"]]
         blocks.append(Para("Rule 11 (real-training applicability): what the round added"))
         blocks.append(Table(["where", "pattern", "line", "why"], rows))
-    blocks.append(
-        Bullets(
-            [f"Attribution: {data['attribution']}", f"Next direction: {data['next_direction']}"]
-        )
-    )
+    said = [
+        f"{name}: {data[key]}"
+        for name, key in (("Attribution", "attribution"), ("Next direction", "next_direction"))
+        if data[key]
+    ]
+    if data["lesson"] and not data["rollback"]:
+        said.append(f"Lesson: {data['lesson']}")
+    if said:
+        blocks.append(Bullets(said))
     blocks += _rollback_blocks(data, level)
     return blocks
 
@@ -215,19 +221,12 @@ def _rollback_blocks(data: dict[str, Any], level: int) -> list[Block]:
     if not data["rollback"]:
         return []
     rb = data["rollback"]
-    return [
-        Heading(level + 1, "Rollback"),
-        Bullets(
-            [
-                f"Change: {rb['change']}",
-                f"Expected: {rb['expected']}",
-                f"Actual: {rb['actual']}",
-                f"Root cause: {rb['root_cause']}",
-                f"Lesson: {rb['lesson']}",
-            ]
-            + ([f"Reason given at rollback: {rb['reason']}"] if rb["reason"] else [])
-        ),
-    ]
+    lines = [f"Change: {rb['change']}", f"Expected: {rb['expected']}", f"Actual: {rb['actual']}"]
+    lines += [f"Root cause: {rb['root_cause']}"] if rb["root_cause"] else []
+    lines += [f"Lesson: {rb['lesson']}"] if rb["lesson"] else []
+    if rb["reason"] and rb["reason"] != rb["root_cause"]:
+        lines.append(f"Reason given at rollback: {rb['reason']}")
+    return [Heading(level + 1, "Rollback"), Bullets(lines)]
 
 
 def render_summary(data: dict[str, Any], with_commit: bool = True) -> str:

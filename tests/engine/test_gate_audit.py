@@ -297,7 +297,7 @@ def test_gate_audit_mutants_zero_turns_the_baseline_audit_off(kernel_repo: Path)
     assert result.code == 0, result
     assert json.loads(result.out)["gate_audit"] is None
     assert "gate audit: off (gate_audit_mutants: 0)" in result.err
-    assert "## Correctness gate audit\n\n❌ not audited" in run_kgit("report").out
+    assert "## Correctness gate audit\n\n**FAIL** not audited" in run_kgit("report").out
 
 
 def test_a_baseline_with_nothing_to_mutate_says_so_and_goes_on(kernel_repo: Path) -> None:

@@ -24,7 +24,8 @@ def test_a_whole_session(campaign: Path) -> None:
     assert "gate: passed" in done.stderr
     message = git(repo, "log", "-1", "--format=%B")
     assert message.startswith("[optimize] gemm FAKE round-2: bigger blocks")
-    assert "Kgit-Round: 2" in message and "Kgit-Hypothesis: bigger blocks run faster" in message
+    assert "Kgit-Round: 2" in message and "Hypothesis: bigger blocks run faster" in message
+    assert message.count("bigger blocks run faster") == 1  # said once, not again as a trailer
     verdict = run_kgit("round", "validate", "--json")
     assert verdict.code == 0, verdict
     assert verdict.json()["decision"] == "ACCEPTED"  # type: ignore[index]

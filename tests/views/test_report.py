@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from kgit.views.trend import TrendLayout
 from tests.conftest import run_kgit
 from tests.views.helpers import check_golden, masked
@@ -113,3 +115,51 @@ def test_log_legend_only_when_quick_rounds_measure_fewer_shapes() -> None:
     assert SHAPES_LEGEND not in render_log(rows, quick_is_subset=False)
     assert render_log(rows, quick_is_subset=True).endswith(SHAPES_LEGEND)
     assert SHAPES_LEGEND not in render_log([row(1, "full")], quick_is_subset=True)
+
+
+def test_html_says_pass_and_fail_in_words_and_colour(reviewed: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    assert run_kgit("report", "--format", "html", "-o", str(page)).code == 0
+    html = page.read_text()
+    assert "✅" not in html and "❌" not in html  # empty boxes without an emoji font
+    assert '<td class="good">PASS</td>' in html and '<td class="bad">ROLLED BACK</td>' in html
+    assert '<strong class="good">PASS</strong> no flagged pattern' in html
+    assert ".good{color:" in html and ".bad{color:" in html
+    assert "<strong>not reached</strong> max_iterations" in html  # a stop condition, not a FAIL
+
+
+def test_plots_mark_unmeasured_rounds_and_keep_labels_off_the_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from matplotlib.figure import Figure
+
+    from kgit.records.notes import ROLLED_BACK, RoundNote, ShapeResult
+    from kgit.views.plots import plot_aggregate, plot_speedup
+    from kgit.views.record import RoundView
+
+    figures: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: figures.append(fig))
+
+    def note(number: int, status: str, value: float | None) -> RoundNote:
+        shapes = [ShapeResult("a", "PASS", value)] if value else []
+        return RoundNote("c1", number, status, "h", "Forward TFLOPS", shapes=shapes,
+                         aggregate=value)  # fmt: skip
+
+    views = [
+        RoundView(1, "BASELINE", "baseline", "c1", note(1, "BASELINE", 100.0)),
+        RoundView(2, ROLLED_BACK, "gate failed", "c2", note(2, ROLLED_BACK, None)),
+        RoundView(3, "ACCEPTED", "faster", "c3", note(3, "ACCEPTED", 110.0)),
+    ]
+    plot_aggregate(views, "Forward TFLOPS", ["a"], tmp_path / "a.png")
+    legend = [t.get_text() for t in figures[-1].axes[0].get_legend().get_texts()]
+    assert any(text.startswith("not measured (gate failed") for text in legend), legend
+
+    rows = [{"shape": "a", "speedup": 0.99}, {"shape": "b", "speedup": 1.2}]
+    plot_speedup(rows, tmp_path / "s.png")
+    ax = figures[-1].axes[0]
+    labels = {t.get_text(): t for t in ax.texts}
+    below, above = labels["0.990x"], labels["1.200x"]
+    # Each label sits past its bar's end, away from the 1.0 line: below it for a loss.
+    assert below.get_va() == "top" and below.xy[1] == 0.99 and below.xyann[1] < 0
+    assert above.get_va() == "bottom" and above.xyann[1] > 0
+    assert ax.get_ylim()[0] < 0.99 < 1.2 < ax.get_ylim()[1]
