@@ -8,6 +8,7 @@ per timed call, built before any timing starts.
 from __future__ import annotations
 
 import statistics
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -61,6 +62,34 @@ def _forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor])
     for grad, ref_grad in zip(grads, ref_grads, strict=True):
         snrs.append(-float("inf") if grad is None or ref_grad is None else snr_db(grad, ref_grad))
     return snrs
+
+
+def wrong_after_timing(
+    op: Op, reference: Op, inputs: Sequence[torch.Tensor], threshold_db: float
+) -> float | None:
+    """The SNR (dB) of one more call's output, on fresh INPUTS after the shape was timed, when it
+    is under THRESHOLD_DB (with a warning that says what that means); None when it passes.
+
+    The check before timing sees a shape's first call; this one sees a call like the timed ones,
+    after them, with nothing poisoned: a result kept from an earlier call (a cache keyed on the
+    shapes) or work skipped once the kernel is "warm" (a call counter) fails here, under the
+    physical floor as well as over it."""
+    snr = once_per_shape(lambda: _output_snr(op, reference, inputs))
+    if snr >= threshold_db:
+        return None
+    warnings.warn(
+        f"a call after timing, on fresh inputs, has out SNR {snr:.1f} dB (under "
+        f"{threshold_db:g}) where the first call passed: the kernel returns a result kept "
+        "from an earlier call, or skips work once warm",
+        stacklevel=2,
+    )
+    return snr
+
+
+def _output_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> float:
+    out = op(*_leaves(inputs))
+    ref_out = reference(*_leaves(inputs, reference_dtype(out.device)))
+    return snr_db(out, ref_out)
 
 
 def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:

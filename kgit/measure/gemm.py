@@ -13,7 +13,14 @@ import torch
 
 from kgit.measure.correctness import snr_threshold_db
 from kgit.measure.flops import gemm_flops, tflops
-from kgit.measure.fwdbwd import Op, forward_backward_snr, rate, time_backward, time_forward
+from kgit.measure.fwdbwd import (
+    Op,
+    forward_backward_snr,
+    rate,
+    time_backward,
+    time_forward,
+    wrong_after_timing,
+)
 from kgit.measure.harness import Settings
 from kgit.measure.report import Row, fail_row
 from kgit.measure.shapes import Shape, dtype_of
@@ -68,6 +75,9 @@ def gemm_row(
         return {**fail_row(GEMM_COLUMNS, shape), **row}
     fwd = time_forward(matmul, make, repeats=repeats, warmup_ms=warmup_ms)
     bwd = time_backward(matmul, make, repeats=repeats, warmup_ms=warmup_ms)
+    late = wrong_after_timing(matmul, reference, make(), snr_threshold_db(dtype))
+    if late is not None:
+        return {**fail_row(GEMM_COLUMNS, shape), **row, "out_snr": late}
     fwd_rate, bwd_rate = rate(work, fwd, tflops), rate(2 * work, bwd, tflops)
     row.update(
         {"Check": PASS, "Forward TFLOPS": fwd_rate.value, "Forward TFLOPS_stddev": fwd_rate.std}

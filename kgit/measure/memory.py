@@ -12,7 +12,14 @@ import torch
 
 from kgit.measure.correctness import snr_threshold_db
 from kgit.measure.flops import gbps
-from kgit.measure.fwdbwd import Op, forward_backward_snr, rate, time_backward, time_forward
+from kgit.measure.fwdbwd import (
+    Op,
+    forward_backward_snr,
+    rate,
+    time_backward,
+    time_forward,
+    wrong_after_timing,
+)
 from kgit.measure.harness import Settings
 from kgit.measure.report import Row, fail_row
 from kgit.measure.shapes import Shape, dtype_of
@@ -55,6 +62,9 @@ def memory_row(
     fwd_bytes, bwd_bytes = bytes_moved(m, n, dtype.itemsize)
     fwd = time_forward(op, make_inputs, repeats=repeats, warmup_ms=warmup_ms)
     bwd = time_backward(op, make_inputs, repeats=repeats, warmup_ms=warmup_ms)
+    late = wrong_after_timing(op, reference, make_inputs(), snr_threshold_db(dtype))
+    if late is not None:
+        return {**fail_row(MEMORY_COLUMNS, shape), **row, "out_snr": late}
     fwd_rate, bwd_rate = rate(fwd_bytes, fwd, gbps), rate(bwd_bytes, bwd, gbps)
     row.update({"Check": PASS, "Forward GB/s": fwd_rate.value, "Forward GB/s_stddev": fwd_rate.std})
     row.update({"Backward GB/s": bwd_rate.value, "Backward GB/s_stddev": bwd_rate.std})

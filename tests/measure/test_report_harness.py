@@ -149,3 +149,38 @@ def test_a_wrong_kernel_fails_the_check() -> None:
     row = gemm_row({"label": "w", "M": 16, "N": 16, "K": 16}, settings, off_by_one_k)
     assert row["Check"] == "FAIL" and math.isnan(float(str(row["Forward TFLOPS"])))
     assert float(str(row["out_snr"])) < 30
+
+
+def test_a_kernel_right_only_on_its_first_call_fails_the_check_after_timing() -> None:
+    """The check before timing sees the first call; a result kept by shape, or a call counter
+    that skips work once warm, is wrong on the calls that are timed."""
+    from kgit.measure.gemm import gemm_row
+
+    kept: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def stale_by_shape(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        key = (*a.shape, *b.shape)
+        if key not in kept:
+            kept[key] = (a @ b).detach()
+        live = a @ b
+        return kept[key] + live - live.detach()  # the first call's value, honest gradients
+
+    calls = [0]
+
+    def counter(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        live = a @ b
+        return live if calls[0] == 1 else a[:, :2] @ b[:2] + live - live.detach()
+
+    settings = Settings(device=torch.device("cpu"), repeats=2)
+    shape: Shape = {"label": "w", "M": 16, "N": 16, "K": 16}
+    for kernel in (stale_by_shape, counter):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            row = gemm_row(shape, settings, kernel)
+        assert row["Check"] == "FAIL", kernel.__name__
+        assert math.isnan(float(str(row["Forward TFLOPS"])))
+        assert float(str(row["out_snr"])) < 30 < float(str(row["da_snr"]))
+        assert any("where the first call passed" in str(w.message) for w in caught)
+    honest = gemm_row(shape, settings, lambda a, b: a @ b)
+    assert honest["Check"] == "PASS" and float(str(honest["out_snr"])) > 50
