@@ -34,6 +34,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from kgit.judge import tampering
+
 IDENTITY_CACHE = "identity-keyed cache"
 TENSOR_KEY = "tensor-keyed cache"
 MEMOIZED = "memoized tensor arguments"
@@ -63,6 +65,8 @@ WHY = {
     DIVISIBLE_GROUP: "every group's rows assumed to be a multiple of the block: " + _UNIFORM_WHY,
     STATIC_PARTITION: "groups cut as equal slices of the tokens: " + _UNIFORM_WHY,
     NO_EMPTY_GROUP: "asserts that no group is empty: " + _UNIFORM_WHY,
+    # What a change must not do to the measuring process, scanned and reported alongside.
+    **tampering.WHY,
 }
 PATTERNS = tuple(WHY)
 
@@ -90,7 +94,8 @@ class Finding:
 
     def describe(self) -> str:
         about = f" ({self.subject})" if self.subject else ""
-        return f"rule 11: {self.where}: {self.pattern}{about}: `{self.text}`"
+        rule = "tampering" if self.pattern in tampering.PATTERNS else "rule 11"
+        return f"{rule}: {self.where}: {self.pattern}{about}: `{self.text}`"
 
     def to_dict(self) -> dict[str, str | int]:
         return {
@@ -790,7 +795,10 @@ def scan_text(path: str, text: str) -> list[Finding]:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             return _scan_lines(path, text)
-        return _PythonScan(path, text, tree).run(tree)
+        scanner = _PythonScan(path, text, tree)
+        for node, pattern, subject in tampering.scan(tree):
+            scanner._add(node, pattern, subject)
+        return scanner.run(tree)
     return _scan_lines(path, text)
 
 

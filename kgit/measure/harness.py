@@ -23,7 +23,7 @@ import torch
 
 from kgit.measure.report import Row, fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import Shape, ShapeError, load_shapes, validate_shapes
-from kgit.measure.timing import block_mode
+from kgit.measure.timing import block_mode, replaced_clocks
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
     HOLD_ENV,
@@ -144,6 +144,7 @@ def run_harness(
         first_block = os.environ.get(FIRST_BLOCK_ENV) if worker else None
         block_ms = float(first_block) if first_block else None
         rows = _bench_all(bench_one_shape, shapes, settings, columns, block_ms=block_ms)
+        _require_own_clocks()
         write_summary_csv(args.summary_csv, columns, rows)
     except (CannotRun, ShapeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -160,6 +161,15 @@ def run_harness(
     if worker:
         return _serve(bench_one_shape, columns, settings, code)
     return code
+
+
+def _require_own_clocks() -> None:
+    replaced = replaced_clocks()
+    if replaced:
+        raise CannotRun(
+            f"{', '.join(replaced)} was replaced in this process (by the kernel or something it "
+            "imports): no figure measured with it is written"
+        )
 
 
 def _released() -> bool:
@@ -214,6 +224,11 @@ def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, cod
         rows = _bench_all(
             bench, shapes, settings, columns, block_ms=block_ms, relocate=relocate, progress=False
         )
+        try:
+            _require_own_clocks()
+        except CannotRun as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return EXIT_CANNOT_RUN
         write_summary_csv(request["summary_csv"], columns, rows)
         failed = any(row["Check"] != PASS for row in rows)
         print("\n" + reply_line(int(request["id"]), int(failed)), flush=True)

@@ -107,10 +107,9 @@ ATTEMPTS = [
     ),
     Attempt(
         "eval-id-cache",
-        'id() reached through eval("i" + "d"), unseen by rule 11 (hits when CPython reuses an '
-        "address: the floor or the check after timing stops it)",
+        'id() reached through eval("i" + "d"): code evaluated at run time hides what it does',
         {"kernel.py": f.EVAL_ID_CACHE},
-        Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
+        Stop(VALIDATE, 0, "tampering"),
     ),
     Attempt(
         "torch-empty",
@@ -158,15 +157,19 @@ ATTEMPTS = [
         "stopped-clock",
         "the kernel module slows the harness's perf_counter 25x: a timing below the floor",
         {"kernel.py": f.STOPPED_CLOCK},
-        Stop(VALIDATE, 0, "physical floor"),
+        Stop(VALIDATE, 0, "tampering: kernel.py:9: another module's attribute replaced"),
     ),
     Attempt(
         "slow-clock",
         "the kernel module halves the harness's perf_counter (under the floor)",
         {"kernel.py": f.SLOW_CLOCK},
-        Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
-        xfail="a kernel runs in the harness's process and may rebind its clock; nothing scans a "
-        "round's change for that yet",
+        Stop(VALIDATE, 0, "tampering: kernel.py:9: another module's attribute replaced"),
+    ),
+    Attempt(
+        "hidden-slow-clock",
+        "the same, through a setattr no scan can read (the builtins module, imported by name)",
+        {"kernel.py": f.HIDDEN_SLOW_CLOCK},
+        Stop(VALIDATE, 1, "time.perf_counter was replaced in this process"),
     ),
     Attempt(
         "edit-harness",

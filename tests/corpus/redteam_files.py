@@ -369,6 +369,19 @@ def matmul(a, b):
     "import time",
 )
 
+HIDDEN_SLOW_CLOCK = kernel(
+    """\
+_real = time.perf_counter
+_set = getattr(importlib.import_module("built" + "ins"), "set" + "attr")
+_set(time, "perf_counter", lambda: _real() * 0.5)  # the clock at half speed, unseen
+
+
+def matmul(a, b):
+    return _bands(a, b).clone()  # a little slower than the baseline
+""",
+    "import importlib\nimport time",
+)
+
 STOPPED_CLOCK = (
     SLOW_CLOCK.replace("_real() * 0.5", "_real() * 0.04")
     .replace("at half speed", "25x slow")

@@ -1,0 +1,128 @@
+"""What a round's change must not do to the process that measures it (pure).
+
+A kernel runs inside the harness's process: a module that rebinds `time.perf_counter`, patches
+the CSV writer or evaluates code it builds at run time can move the number without moving the
+kernel. A red-team kernel that halved the harness's clock was accepted at +138% (under the
+physical floor). These patterns are scanned in what a round adds, next to rule 11's
+(kgit/judge/rule11.py), and reported the same way, with file:line; the harness also checks its
+clocks at run time (kgit/measure/timing.py, replaced_clocks).
+
+- a function or object bound onto another module's attribute (`time.perf_counter = fake`,
+  `setattr(torch.cuda.Event, "elapsed_time", f)`); a constant is a setting and passes
+  (`torch.backends.cuda.matmul.allow_tf32 = True`);
+- an entry written into `sys.modules` or `builtins`;
+- kgit imported by a kernel (its measuring code is not the kernel's business);
+- code evaluated at run time (`eval`, `exec`, `compile`, `__import__`): what it does cannot be
+  read from the change, and it is how a scan is dodged (`eval("id")(x)` as a cache key).
+"""
+
+from __future__ import annotations
+
+import ast
+
+PATCHED_MODULE = "another module's attribute replaced"
+SYS_MODULES = "sys.modules or builtins written"
+IMPORTS_KGIT = "kgit imported by a kernel"
+DYNAMIC_CODE = "code evaluated at run time"
+
+WHY = {
+    PATCHED_MODULE: "a kernel runs inside the harness's process: rebinding a library's function "
+    "(a clock, an event's timer, a writer) changes what is measured, not the kernel",
+    SYS_MODULES: "replacing a module or a builtin changes the harness's own code, not the kernel",
+    IMPORTS_KGIT: "kgit's measuring code is the harness's; a kernel has no use for it but to "
+    "change how it measures",
+    DYNAMIC_CODE: "what evaluated code does cannot be read from the change (it hides, for "
+    "example, an identity-keyed cache or a patched clock from this scan)",
+}
+PATTERNS = tuple(WHY)
+_DYNAMIC = {"eval", "exec", "compile", "__import__"}
+
+
+def scan(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
+    """(node, pattern, subject) for every tampering pattern in a module's TREE."""
+    modules = _module_names(tree)
+    found: list[tuple[ast.AST, str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "kgit" or n.startswith("kgit.") for n in names):
+                found.append((node, IMPORTS_KGIT, "kgit"))
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                hit = _written(target, node.value, modules)
+                if hit:
+                    found.append((node, *hit))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in _DYNAMIC:
+                found.append((node, DYNAMIC_CODE, node.func.id))
+            elif node.func.id in ("setattr", "delattr") and node.args:
+                root = _root(node.args[0])
+                value = node.args[2] if len(node.args) > 2 else None
+                if root in modules and not _constant(value):
+                    found.append((node, PATCHED_MODULE, _dotted(node.args[0])))
+    return found
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """Names an `import` binds to a module anywhere in the file (`import torch.cuda as tc`)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            # `from torch import cuda` binds a module as often as a function: both count.
+            for alias in node.names:
+                names.add(alias.asname or alias.name)
+    return names
+
+
+def _written(target: ast.expr, value: ast.expr | None, modules: set[str]) -> tuple[str, str] | None:
+    if isinstance(target, ast.Subscript):
+        owner = _dotted(target.value)
+        if owner in ("sys.modules", "builtins.__dict__", "__builtins__"):
+            return SYS_MODULES, owner
+        # `time.__dict__["perf_counter"] = f`, `vars(time)["perf_counter"] = f`
+        inner = target.value
+        if isinstance(inner, ast.Call) and _dotted(inner.func) == "vars" and inner.args:
+            inner = ast.Attribute(inner.args[0], "__dict__")
+        dict_of_module = isinstance(inner, ast.Attribute) and inner.attr == "__dict__"
+        if dict_of_module and _root(inner) in modules and not _constant(value):
+            return PATCHED_MODULE, _dotted(inner)
+        return None
+    if not isinstance(target, ast.Attribute):
+        return None
+    root = _root(target)
+    if root == "builtins" or root == "__builtins__":
+        return SYS_MODULES, _dotted(target)
+    if root in modules and not _constant(value):
+        return PATCHED_MODULE, _dotted(target)
+    return None
+
+
+def _constant(value: ast.expr | None) -> bool:
+    """A setting: a literal, a tuple of them, or a negated one."""
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.UnaryOp):
+        return _constant(value.operand)
+    if isinstance(value, ast.Tuple | ast.List):
+        return all(_constant(e) for e in value.elts)
+    return False
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dotted(node: ast.expr) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    parts.append(node.id if isinstance(node, ast.Name) else "…")
+    return ".".join(reversed(parts))
