@@ -81,10 +81,9 @@ def subject(campaign: Campaign, drift: Drift, rounds: dict[str, int] | None = No
 
 
 def round_numbers(campaign: Campaign) -> dict[str, int]:
-    """Commit -> round number, from the keep-refs and the open round's branch."""
+    """Commit -> round number, from the keep-refs and the branches of the rounds in flight."""
     numbers = {commit: number for number, commit in campaign.kept_rounds().items()}
-    open_round = campaign.state.open_round
-    if open_round is not None:
+    for open_round in campaign.state.open_rounds:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
         if tip is not None:
             numbers.setdefault(tip, open_round.number)
