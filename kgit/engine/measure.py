@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.devicelock import measuring
 from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError, SchemaError
@@ -57,9 +58,10 @@ def measure(
     manifest = campaign.manifest
     cwd = tree or campaign.repo.root
     say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
-    run = run_harness(
-        manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=harness_env(cwd)
-    )
+    with measuring(campaign.repo, f"campaign {campaign.name}: a harness pass{role}", say):
+        run = run_harness(
+            manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=harness_env(cwd)
+        )
     result = read_run(campaign, run, [s["label"] for s in shapes], frozen)
     say(
         f"harness: done in {run.result.seconds:.1f} s, aggregate {result.score.aggregate:.4g}"
