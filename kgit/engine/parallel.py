@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgit.engine.measure import require_clean
+from kgit.engine.measure import Say, require_clean
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
@@ -54,3 +54,28 @@ def leave_for_best(campaign: Campaign, branch: str) -> None:
         repo.switch(campaign.refs.best)
     elif repo.current_branch() in (branch, None):
         repo.detach(campaign.best_tip())
+
+
+def rebase_round(campaign: Campaign, say: Say) -> str | None:
+    """Replay the round checked out here onto the best line's tip, which another round's accept
+    moved, and record the new parent. Returns the conflict in words (the rebase is aborted and
+    nothing moves), None once rebased. The rebased tree is new: validate gates and measures it."""
+    repo = campaign.repo
+    parsed = parse_round_branch(repo.current_branch())
+    if parsed is None or parsed[0] != campaign.name:
+        raise KgitError("no round branch of this campaign is checked out here", hint="kgit status")
+    number, best = parsed[1], campaign.best_tip()
+    if not repo.succeeds("rebase", "-q", best):
+        repo.succeeds("rebase", "--abort")
+        return f"its change conflicts with the best line at {best[:10]} (another round's accept)"
+    with repo.write_lock():
+        current = campaign.reload()
+        open_round = current.state.open_numbered(number)
+        if open_round is None:
+            raise KgitError(
+                f"round-{number} was closed by another kgit process", hint="kgit status"
+            )
+        open_round.parent = best
+        current.save(f"round-{number} rebased onto {best[:10]}")
+    say(f"round-{number}: the best line moved; rebased onto {best[:10]}, validating again")
+    return None
