@@ -15,7 +15,13 @@ from typing import Any
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.integrity import impossible, measured_rates, rule11_findings
-from kgit.engine.measure import HarnessError, Measurement, best_values, require_clean
+from kgit.engine.measure import (
+    HarnessError,
+    Measurement,
+    best_values,
+    device_reasons,
+    require_clean,
+)
 from kgit.engine.parallel import (
     check_out_in_worktree,
     leave_for_best,
@@ -340,6 +346,11 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         best = {**best, **outcome.verdict.reference}
         baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}
     _fill_note(note, outcome, best, baseline, labels, over)
+    best_devices = [recorded.fingerprint for _, recorded in rounds if recorded.accepted]
+    policy = campaign.manifest.decision_policy
+    note.reasons += device_reasons(
+        note.fingerprint, campaign.state.fingerprint, best_devices, policy
+    )
     return _record(campaign, tip, note, outcome.passes, say, outcome.reference_passes)
 
 

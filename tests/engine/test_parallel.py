@@ -194,3 +194,28 @@ def test_a_state_from_before_parallel_rounds_reads_its_open_round() -> None:
     assert json.loads(state.to_json())["schema_version"] == 2
     closed = CampaignState.from_json(json.dumps({**old, "open_round": None}).encode())
     assert closed.open_rounds == [] and closed.open_round is None
+
+
+def test_a_round_measured_on_another_device_says_so(
+    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _boosted(kernel_repo, "gpu: FakeGPU\n")  # the fake harness names its device's UUID
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert run_kgit("round", "start", "boost a").code == 0
+    subprocess.run(_edit("a", 1.2), shell=True, cwd=repo, check=True)
+    assert commit(repo, "boost a").returncode == 0
+    verdict = run_kgit("-q", "round", "validate", "--json").json()
+    reasons = verdict["reasons"]  # type: ignore[index]
+    assert verdict["decision"] == "ACCEPTED"  # type: ignore[index]
+    assert any(
+        "GPU-fake-1" in r and "best-line values measured on GPU-fake-0" in r for r in reasons
+    )
+    assert any("vs baseline compares GPU-fake-1" in r for r in reasons)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # the baseline's device: nothing to say
+    assert run_kgit("round", "accept").code == 0
+    assert run_kgit("round", "start", "boost b").code == 0
+    subprocess.run(_edit("b", 1.2), shell=True, cwd=repo, check=True)
+    assert commit(repo, "boost b").returncode == 0
+    same = run_kgit("-q", "round", "validate", "--json").json()
+    assert not any("GPU-fake-1 with" in r for r in same["reasons"])  # type: ignore[index]
+    assert any("best-line values measured on GPU-fake-1" in r for r in same["reasons"])  # type: ignore[index]
