@@ -799,6 +799,7 @@ def _leave_round_branch(campaign: Campaign, number: int) -> None:
     checked out twice, holds its tip detached, ready for the next round."""
     repo, branch = campaign.repo, campaign.refs.round_branch(number)
     leave_for_best(campaign, branch)
-    tip = repo.rev_parse(branch)
-    if tip is not None and branch not in repo.checked_out_branches():
-        repo.delete_ref(branch, tip)
+    with repo.write_lock():  # another work tree's round start sweeps closed branches too
+        tip = repo.rev_parse(branch)
+        if tip is not None and branch not in repo.checked_out_branches():
+            repo.delete_ref(branch, tip)

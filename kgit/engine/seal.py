@@ -122,10 +122,14 @@ def problems_by_commit(campaign: Campaign, kinds: Iterable[str]) -> dict[str, li
 
 
 def require_unchanged(campaign: Campaign, kinds: Iterable[str], action: str) -> None:
-    """Refuse ACTION while a note of KINDS that kgit recorded differs on its notes ref."""
-    found = [d for d in drifts(campaign, kinds) if d.how != UNRECORDED]
+    """Refuse ACTION while a note of KINDS that kgit recorded differs on its notes ref. Record
+    and notes refs are read together under the write lock: another work tree's write between
+    reading one and the other (rounds in parallel) once read as a changed note."""
+    with campaign.repo.write_lock():
+        current = campaign.reload()
+        found = [d for d in drifts(current, kinds) if d.how != UNRECORDED]
     if found:
-        first = problem(campaign, found[0])
+        first = problem(current, found[0])
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise KgitError(
             f"cannot {action}: {first}{more}",

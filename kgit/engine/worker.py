@@ -34,8 +34,9 @@ from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.notes import ACCEPTING
 
-# How often one round follows the best line after another worker's accept, before it gives up.
-MAX_REBASES = 3
+# How often one round follows the best line after other workers' accepts before it gives up (each
+# move is another round accepted, so the campaign progresses; 3 starved a gain with 4 workers).
+MAX_REBASES = 10
 
 
 @dataclass(frozen=True)
