@@ -105,6 +105,7 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit manifest edit [-m FILE]              revise the manifest (a new revision in the record)
       kgit campaign delete NAME [--yes]         remove a campaign and everything kgit kept for it
       kgit push | pull [REMOTE]                 share campaigns between clones (compare-and-swap)
+      kgit worker --device N --hypotheses FILE  rounds from a shared queue, one worker per GPU
 
     \b
     Everything lives in git: branches kgit/<campaign>/best and kgit/<campaign>/round-<N>,
@@ -291,13 +292,21 @@ def round() -> None:
 @round.command("start")
 @click.argument("hypothesis")
 @click.option("--reopen", is_flag=True, help="Go on with a finished campaign (kgit finish again).")
+@click.option(
+    "--worktree",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Open the round in this work tree (added if missing), beside rounds already in flight.",
+)
 @json_option
 @click.pass_obj
-def round_start(obj: Ctx, hypothesis: str, reopen: bool, as_json: bool) -> None:
+def round_start(
+    obj: Ctx, hypothesis: str, reopen: bool, worktree: Path | None, as_json: bool
+) -> None:
     """Begin the next round with its HYPOTHESIS, on a new branch from the best line."""
     from kgit.engine.rounds import start_round
 
-    result = start_round(obj.campaign(), hypothesis, reopen=reopen)
+    where = worktree.resolve() if worktree else None
+    result = start_round(obj.campaign(), hypothesis, reopen=reopen, worktree=where)
     emit(
         result,
         as_json,
@@ -382,6 +391,80 @@ def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bo
             f"round-{r['round']} {r['status']}"
             + (f"; commit {r['commit'][:10]} kept at {r['kept_at']}" if r["commit"] else "")
         ),
+    )
+
+
+@cli.command()
+@click.option(
+    "--hypotheses",
+    "queue",
+    required=True,
+    metavar="FILE",
+    help="The queue: `HYPOTHESIS :: COMMAND` or JSON lines; `-` reads them from stdin as they "
+    "come. Workers given one FILE share it, each line tried once.",
+)
+@click.option(
+    "--device",
+    metavar="N",
+    help="Pin the worker to GPU N (sets CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES; `cpu` "
+    "for none) [default: the devices this shell sees].",
+)
+@click.option(
+    "--name", metavar="NAME", help="The worker's name and work tree [default: device-<N>]."
+)
+@click.option("--max-rounds", type=click.IntRange(min=1), help="Stop after this many rounds.")
+@json_option
+@click.pass_obj
+def worker(
+    obj: Ctx,
+    queue: str,
+    device: str | None,
+    name: str | None,
+    max_rounds: int | None,
+    as_json: bool,
+) -> None:
+    """Run rounds from a queue of hypotheses, one at a time, on one device.
+
+    \b
+    Each round: take the next hypothesis, open its round in the worker's own work tree
+    (.git/kgit/workers/<campaign>/<name>), apply its change, commit through the gate, validate
+    (the device's measuring lock is held only while timing), then accept, or roll back with the
+    reason. N workers share a campaign: one per GPU, e.g.
+      kgit worker --device 0 --hypotheses ideas.txt &
+      kgit worker --device 1 --hypotheses ideas.txt &
+    With --json, one JSON line per round as it ends, then the summary.
+    """
+    from kgit.engine.worker import WorkerSetup, run_worker, taker
+
+    campaign = obj.campaign()
+    default = f"device-{device}" if device is not None else "worker"
+    setup = WorkerSetup(campaign.name, name or default, device, max_rounds, not obj.quiet)
+    take = taker(obj.repo(), setup, queue, sys.stdin)
+    obj.long_step()
+
+    def report(outcome: dict[str, Any]) -> None:
+        progress.stop()
+        if as_json:
+            click.echo(json.dumps({"event": "round", **outcome}, default=_jsonable))
+        else:
+            click.echo(_render_worker_round(outcome))
+
+    summary = {"event": "done", **run_worker(obj.repo(), setup, take, obj.say, report)}
+    progress.stop()
+    click.echo(json.dumps(summary) if as_json else _render_worker_summary(summary))
+
+
+def _render_worker_round(r: dict[str, Any]) -> str:
+    rebased = f" (rebased {r['rebases']}x)" if r.get("rebases") else ""
+    why = f": {r['reason']}" if r.get("reason") else ""
+    return f"round-{r['round']} [{r['worker']}] {r['status']}{rebased}: {r['hypothesis']}{why}"
+
+
+def _render_worker_summary(r: dict[str, Any]) -> str:
+    rate = f", {r['rounds_per_hour']:.1f} rounds/hour" if r["rounds_per_hour"] else ""
+    return (
+        f"worker {r['worker']} (device {r['device']}): {r['rounds']} round(s), "
+        f"{r['accepted']} accepted, {r['rolled_back']} rolled back in {r['seconds']:.1f} s{rate}"
     )
 
 

@@ -583,6 +583,15 @@ class Repo:
         """Check out a local branch (full ref) in this work tree."""
         self.git("checkout", "-q", branch_ref.removeprefix("refs/heads/"))
 
+    def detach(self, commit: str) -> None:
+        """Check out COMMIT without a branch in this work tree."""
+        self.git("checkout", "-q", "--detach", commit)
+
+    def add_worktree(self, path: Path, branch_ref: str) -> None:
+        """A new linked work tree at PATH with the local branch BRANCH_REF checked out."""
+        self.git("worktree", "prune")
+        self.git("worktree", "add", "-q", str(path), branch_ref.removeprefix("refs/heads/"))
+
     def config_get(self, key: str) -> list[str]:
         out = self.git("config", "--get-all", key, check=False).decode()
         return [line for line in out.splitlines() if line]
@@ -603,6 +612,11 @@ class Repo:
     def hooks_dir(self) -> Path:
         """Where git looks for hooks (honours core.hooksPath)."""
         return (self.root / self.text("rev-parse", "--git-path", "hooks")).resolve()
+
+    def linked_tree(self) -> str | None:
+        """This work tree's name under .git/worktrees/ when it is a linked one (git worktree
+        add), None for the main work tree."""
+        return self.git_dir.name if self.git_dir.resolve() != self.common_dir.resolve() else None
 
     def kgit_dir(self) -> Path:
         """kgit's scratch space: locks, crash logs, saved patches. Shared by all work trees."""

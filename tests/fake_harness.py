@@ -4,7 +4,8 @@ It reads `kernel.txt` from the current directory. `speed: X` sets Forward TFLOPS
 X times the shape's factor; `speed.<label>: X` overrides one shape; `fail: <label>` makes that
 shape FAIL; `exit: N` forces an exit code; `hang` sleeps; `flood` prints 50 MB; `drift` renames a
 column; `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line (`gpu: NAME` that GPU); `noise: S` multiplies every value by
-exp(N(0, S)), fresh each run; `speeds: A,B,...` with `counter: PATH` gives the n-th run (counted
+exp(N(0, S)), fresh each run; `boost.NAME: F` multiplies every speed by F (each line its own NAME, so
+changes to different lines merge); `speeds: A,B,...` with `counter: PATH` gives the n-th run (counted
 in the file PATH) speed A, B, ... in turn.
 
 Started by kgit with KGIT_WORKER=1, a kernel with the flag `worker` speaks the measuring worker
@@ -72,6 +73,8 @@ def write_csv(path: str, shapes: list[dict], settings: dict[str, str], flags: se
         # run on a subset measures each shape as the full run did.
         factor = 1 + math.log2(m / 64) / 10
         speed = float(settings.get(f"speed.{label}", settings.get("speed", "100"))) * factor
+        for key, value in settings.items():  # `boost.NAME: F` lines multiply every shape's speed
+            speed *= float(value) if key.startswith("boost.") else 1.0
         if "noise" in settings:  # run-to-run noise, relative sd (unseeded: every run differs)
             speed *= math.exp(random.gauss(0.0, float(settings["noise"])))
         fwd_ms = 2 * b * m * n * k / (speed * 1e12) * 1e3
@@ -146,6 +149,8 @@ def main() -> int:
         log_event("pass-end")
     if "torch" in settings or "gpu" in settings:  # the environment, as kgit.measure reports it
         info = {"gpu": settings.get("gpu", "FakeGPU")}
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES") or "0"  # the device, as kgit pinned it
+        info.update({"gpu_index": "0", "gpu_uuid": f"GPU-fake-{visible}"})
         info.update({"torch": settings["torch"]} if "torch" in settings else {})
         print("fingerprint: " + json.dumps(info))
     print(f"all_pass: {str(not failing).lower()}", flush=True)

@@ -25,7 +25,7 @@ from kgit.engine.recovery import (
 )
 from kgit.engine.store import Campaign, NoteCache
 from kgit.errors import KgitError
-from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
+from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, OpenRound, RoundNote
 
 FINAL = (*ACCEPTING, BASELINE, ROLLED_BACK)
 
@@ -86,9 +86,16 @@ def _head_findings(campaign: Campaign) -> list[Finding]:
 
 
 def _open_round_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list[Finding]:
-    open_round = campaign.state.open_round
-    if open_round is None:
-        return []
+    return [
+        finding
+        for open_round in campaign.state.open_rounds
+        for finding in _round_in_flight_findings(campaign, open_round, notes)
+    ]
+
+
+def _round_in_flight_findings(
+    campaign: Campaign, open_round: OpenRound, notes: dict[str, RoundNote]
+) -> list[Finding]:
     branch = campaign.refs.round_branch(open_round.number)
     tip = campaign.repo.rev_parse(branch)
     if tip is None:
@@ -134,7 +141,7 @@ def _open_round_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> lis
 def _round_commit(campaign: Campaign, number: int) -> str:
     """Where an open round's branch belongs: its kept commit, else the round's parent."""
     kept = campaign.repo.rev_parse(campaign.refs.kept(number))
-    open_round = campaign.state.open_round
+    open_round = campaign.state.open_numbered(number)
     return kept or (open_round.parent if open_round is not None else campaign.best_tip())
 
 
@@ -180,12 +187,10 @@ def _best_line_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list
         return []
     best = campaign.best_tip()
     line = campaign.repo.rev_list(best, first_parent=True)
-    open_round = campaign.state.open_round
-    open_tip = (
-        campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
-        if open_round is not None
-        else None
-    )
+    open_tips = {
+        campaign.repo.rev_parse(campaign.refs.round_branch(found.number))
+        for found in campaign.state.open_rounds
+    }
     findings = []
     for index, commit in enumerate(line):
         note = notes.get(commit)
@@ -196,7 +201,7 @@ def _best_line_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list
                 "says ROLLED BACK (kgit finish would fold it into the final change)"
             )
         elif index == 0 and (note is None or not note.accepted):
-            if commit == open_tip:
+            if commit in open_tips:
                 continue  # an interrupted accept, reported (and repaired) with the open round
             what = f"its note says {note.status}" if note is not None else "it has no round note"
             kind = "best_not_accepted"
@@ -218,8 +223,7 @@ def _best_line_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list
 def _kept_ref_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list[Finding]:
     findings = []
     kept = campaign.kept_rounds()
-    open_round = campaign.state.open_round
-    open_number = open_round.number if open_round is not None else None
+    in_flight = {found.number for found in campaign.state.open_rounds}
     for number, commit in sorted(kept.items()):
         note = notes.get(commit)
         if note is None or note.round != number:
@@ -230,7 +234,7 @@ def _kept_ref_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list[
                     ref,
                     f"{ref} points at {commit[:10]}, which carries no note of round-{number}",
                     "kgit round validate"
-                    if number == open_number
+                    if number in in_flight
                     else f"git log -1 --notes={campaign.refs.round_notes} {commit} "
                     "(the note is lost: kgit cannot rebuild it)",
                     False,
@@ -238,7 +242,7 @@ def _kept_ref_findings(campaign: Campaign, notes: dict[str, RoundNote]) -> list[
             )
     closed: dict[int, list[str]] = {}
     for commit, note in notes.items():
-        if note.status in FINAL and note.round != open_number:
+        if note.status in FINAL and note.round not in in_flight:
             closed.setdefault(note.round, []).append(commit)
     for number, commits in sorted(closed.items()):
         if number not in kept and len(commits) == 1:

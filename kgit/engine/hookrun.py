@@ -54,8 +54,8 @@ def prepare_commit_msg(message_file: str, source: str | None = None) -> int:
     if found is None:
         return 0
     campaign, number = found
-    open_round = campaign.state.open_round
-    hypothesis = open_round.hypothesis if open_round and open_round.number == number else ""
+    open_round = campaign.state.open_numbered(number)
+    hypothesis = open_round.hypothesis if open_round else ""
     path = Path(message_file)
     text = path.read_text()
     manifest = campaign.manifest

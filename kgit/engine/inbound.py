@@ -36,8 +36,8 @@ def unsealed(sides: Sides, remote: str | None) -> KgitError:
 
 def round_words(repo: Repo, record: RecordAt, base: RecordAt, number: int) -> str:
     """Round NUMBER as RECORD has it, e.g. `round-5 "bigger tiles" ACCEPTED on 1a2b3c4d5e`."""
-    open_round = record.state.open_round
-    if open_round is not None and open_round.number == number:
+    open_round = record.state.open_numbered(number)
+    if open_round is not None:
         return f'round-{number} "{open_round.hypothesis}" in progress'
     for lost in record.state.abandoned:
         if lost.get("round") == number:
@@ -119,7 +119,7 @@ def require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordA
     for kind, listing in ours.notes.items():
         gone = [t for t in listing if t not in theirs.notes[kind]]
         problems += [f"its {kind} note on {t[:10]} was removed" for t in gone]
-    open_number = ours.state.open_round.number if ours.state.open_round else None
+    in_flight = {found.number for found in ours.state.open_rounds}
     changed = {
         t: b
         for t, b in ours.notes["rounds"].items()
@@ -128,7 +128,7 @@ def require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordA
     texts = repo.read_blobs(list(changed.values()))
     for target, blob in changed.items():
         note = RoundNote.from_text(texts[blob])
-        if note.status in FINAL and note.round != open_number:
+        if note.status in FINAL and note.round not in in_flight:
             problems.append(f"round-{note.round}'s closed note on {target[:10]} was changed")
     if theirs.state.abandoned[: len(ours.state.abandoned)] != ours.state.abandoned:
         problems.append("a round rolled back before any commit was dropped from its state")
@@ -230,13 +230,10 @@ def check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
     note = RoundNote.from_text(repo.read_blob(blob)) if blob else None
     if note is not None and note.campaign == sides.name and note.status in (*ACCEPTING, BASELINE):
         return
-    open_round = theirs.state.open_round
-    branch = sides.refs.round_branch(open_round.number) if open_round else None
     interrupted = (
-        branch is not None
-        and sides.theirs.get(branch) == best
-        and note is not None
-        and note.round == (open_round.number if open_round else None)
+        note is not None
+        and theirs.state.open_numbered(note.round) is not None
+        and sides.theirs.get(sides.refs.round_branch(note.round)) == best
         and note.decision in ACCEPTING
     )
     if interrupted:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.devicelock import measuring
 from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError, SchemaError
@@ -57,9 +58,10 @@ def measure(
     manifest = campaign.manifest
     cwd = tree or campaign.repo.root
     say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
-    run = run_harness(
-        manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=harness_env(cwd)
-    )
+    with measuring(campaign.repo, f"campaign {campaign.name}: a harness pass{role}", say):
+        run = run_harness(
+            manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=harness_env(cwd)
+        )
     result = read_run(campaign, run, [s["label"] for s in shapes], frozen)
     say(
         f"harness: done in {run.result.seconds:.1f} s, aggregate {result.score.aggregate:.4g}"
@@ -155,3 +157,33 @@ def check_fingerprint(baseline: dict[str, str], now: dict[str, str]) -> None:
             "validate on the baseline's environment, or start a new campaign (a new baseline "
             "epoch) for this one",
         )
+
+
+def _device(fingerprint: dict[str, str]) -> str:
+    return f"{fingerprint['gpu_uuid']} (index {fingerprint.get('gpu_index', '?')})"
+
+
+def device_reasons(
+    now: dict[str, str], baseline: dict[str, str], best: list[dict[str, str]], policy: str
+) -> list[str]:
+    """What a verdict must say when NOW's device is not the one its figures come from: the
+    baseline's (every "vs baseline"), and under the seed policy the best line's stored values
+    (the verdict itself). Same model only: check_fingerprint refuses another model. The
+    interleaved policy times both sides in one validation, on one device."""
+    here = now.get("gpu_uuid")
+    if not here:
+        return []
+    reasons = []
+    if policy == "seed":
+        others = sorted({fp["gpu_uuid"] for fp in best if fp.get("gpu_uuid", here) != here})
+        if others:
+            reasons.append(
+                f"devices differ: measured on {_device(now)}, compared with best-line values "
+                f"measured on {', '.join(others)}"
+            )
+    if baseline.get("gpu_uuid", here) != here:
+        reasons.append(
+            f"devices differ: vs baseline compares {_device(now)} with the baseline's "
+            f"{_device(baseline)}"
+        )
+    return reasons

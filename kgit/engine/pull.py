@@ -196,8 +196,7 @@ def _wanted(sides: Sides, theirs: RecordAt) -> dict[str, str]:
     taken: they would only be strays here."""
     refs, state = sides.refs, theirs.state
     named = {refs.best, f"refs/heads/kgit/{sides.name}/final", refs.record}
-    if state.open_round is not None:
-        named.add(refs.round_branch(state.open_round.number))
+    named |= {refs.round_branch(found.number) for found in state.open_rounds}
     named |= {refs.kept(n) for n in range(1, state.next_round)}
     return {ref: sha for ref, sha in sides.theirs.items() if ref in named}
 
@@ -249,8 +248,7 @@ def _set_aside(repo: Repo, sides: Sides, ours: RecordAt) -> list[dict[str, Any]]
     commits = {
         int(ref.rsplit("/", 1)[1]): sha for ref, sha in kept.items() if sides.theirs.get(ref) != sha
     }
-    open_round = ours.state.open_round
-    if open_round is not None:
+    for open_round in ours.state.open_rounds:
         tip = sides.ours.get(sides.refs.round_branch(open_round.number))
         if tip is not None and tip != open_round.parent:
             commits.setdefault(open_round.number, tip)
@@ -260,7 +258,8 @@ def _set_aside(repo: Repo, sides: Sides, ours: RecordAt) -> list[dict[str, Any]]
     found = []
     for number, commit in sorted(commits.items()):
         note = notes.get(commit)
-        fallback = open_round.hypothesis if open_round and open_round.number == number else ""
+        in_flight = ours.state.open_numbered(number)
+        fallback = in_flight.hypothesis if in_flight else ""
         found.append(
             {
                 "round": number,

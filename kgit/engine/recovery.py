@@ -67,13 +67,12 @@ def _reachable(campaign: Campaign, number: int, tip: str, best: str | None) -> b
 
 
 def stray_round_branches(campaign: Campaign) -> list[RoundBranch]:
-    """Round branches other than the open round's: orphans of a killed start, stale branches of
-    closed rounds, or branches someone made by hand."""
-    open_round = campaign.state.open_round
+    """Round branches other than those of the rounds in flight: orphans of a killed start,
+    stale branches of closed rounds, or branches someone made by hand."""
     strays = {
         number: found
         for number, found in sorted(round_branches(campaign).items())
-        if open_round is None or number != open_round.number
+        if campaign.state.open_numbered(number) is None
     }
     if not strays:  # the common case, and `kgit status` asks on every call: one git call
         return []
@@ -129,5 +128,4 @@ def closed_round_checked_out(campaign: Campaign, branch: str | None) -> int | No
     parsed = parse_round_branch(branch)
     if parsed is None or parsed[0] != campaign.name:
         return None
-    open_round = campaign.state.open_round
-    return None if open_round is not None and open_round.number == parsed[1] else parsed[1]
+    return None if campaign.state.open_numbered(parsed[1]) is not None else parsed[1]

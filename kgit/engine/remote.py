@@ -130,10 +130,8 @@ class RecordAt:
         parsed = parse_round_branch(ref)
         if parsed is None:
             return False
-        number, open_round = parsed[1], self.state.open_round
-        return number < self.state.next_round and (
-            open_round is None or open_round.number != number
-        )
+        number = parsed[1]
+        return number < self.state.next_round and self.state.open_numbered(number) is None
 
 
 @dataclass

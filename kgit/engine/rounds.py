@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 from typing import Any
 
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.integrity import impossible, measured_rates, rule11_findings
-from kgit.engine.measure import HarnessError, Measurement, best_values, require_clean
+from kgit.engine.measure import (
+    HarnessError,
+    Measurement,
+    best_values,
+    device_reasons,
+    require_clean,
+)
+from kgit.engine.parallel import (
+    check_out_in_worktree,
+    leave_for_best,
+    require_free_worktree,
+)
 from kgit.engine.recovery import (
     ACCEPT,
     ROLLBACK,
@@ -48,6 +60,7 @@ from kgit.judge.verdict import (
     scope_verdict,
 )
 from kgit.records.evidence import Evidence
+from kgit.records.names import parse_round_branch
 from kgit.records.notes import (
     ACCEPTING,
     ERROR,
@@ -60,13 +73,25 @@ from kgit.records.notes import (
 
 
 def _open_round(campaign: Campaign) -> OpenRound:
-    open_round = campaign.state.open_round
-    if open_round is None:
+    """The round this work tree works on: the one whose branch is checked out here, else the
+    only round in flight. With several in flight, each is closed from its own work tree."""
+    state = campaign.state
+    parsed = parse_round_branch(campaign.repo.current_branch())
+    here = state.open_numbered(parsed[1]) if parsed and parsed[0] == campaign.name else None
+    if here is not None:
+        return here
+    if len(state.open_rounds) == 1:
+        return state.open_rounds[0]
+    if not state.open_rounds:
         raise KgitError(
             f"campaign {campaign.name} has no round in progress",
             hint='kgit round start "HYPOTHESIS" begins one',
         )
-    return open_round
+    shown = ", ".join(f"round-{found.number}" for found in state.open_rounds)
+    raise KgitError(
+        f"{len(state.open_rounds)} rounds are in progress ({shown}) and none is checked out here",
+        hint="run the command in the round's own work tree (git worktree list shows them)",
+    )
 
 
 def _on_round_branch(campaign: Campaign, action: str) -> tuple[OpenRound, str]:
@@ -86,7 +111,12 @@ def _on_round_branch(campaign: Campaign, action: str) -> tuple[OpenRound, str]:
     return open_round, tip
 
 
-def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> dict[str, Any]:
+def start_round(
+    campaign: Campaign, hypothesis: str, reopen: bool = False, worktree: Path | None = None
+) -> dict[str, Any]:
+    """Open the next round on a branch cut from the best line's tip, checked out here, or with
+    WORKTREE in that work tree (created if missing): rounds in work trees of their own may run
+    at once, each still one hypothesis and one change."""
     hypothesis = " ".join(hypothesis.split())
     if not hypothesis:
         raise UsageError(
@@ -101,10 +131,12 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
             f"campaign {campaign.name} is finished",
             hint='start a new campaign, or kgit round start --reopen "HYPOTHESIS" to go on',
         )
-    if state.open_round is not None:
+    if state.open_round is not None and worktree is None:
         raise KgitError(
             f"round-{state.open_round.number} is still in progress: one change at a time",
-            hint="kgit status says what it needs next (validate, then accept or rollback)",
+            hint="kgit status says what it needs next (validate, then accept or rollback); "
+            "rounds in parallel each take a work tree of their own (kgit worker, or kgit round "
+            "start --worktree PATH)",
         )
     if state.next_round - 1 >= campaign.manifest.max_iterations:
         raise KgitError(
@@ -112,29 +144,36 @@ def start_round(campaign: Campaign, hypothesis: str, reopen: bool = False) -> di
             hint="the campaign should end here (kgit report); to go on, raise max_iterations: "
             "kgit manifest edit",
         )
-    require_clean(campaign.repo, "start a round")
     repo = campaign.repo
+    if worktree is None:
+        require_clean(repo, "start a round")
+    else:
+        require_free_worktree(campaign, worktree)
     with repo.write_lock():
         current = campaign.reload()
-        if current.state.open_round is not None:
+        if current.state.open_round is not None and worktree is None:
             raise KgitError("another kgit process started a round first", hint="kgit status")
         number = current.state.next_round
         parent = current.best_tip()
         branch = current.refs.round_branch(number)
         _claim_round_branch(current, number, parent)
         current.state.next_round = number + 1
-        current.state.open_round = OpenRound(number, hypothesis, parent, now())
+        current.state.open_rounds.append(OpenRound(number, hypothesis, parent, now()))
         if current.state.finished:  # --reopen: kgit finish must run again to end it
             current.state.finished = False
             current.state.reopened.append(now())
         current.save(f"round-{number} started: {hypothesis}")
-    repo.switch(branch)
+    if worktree is None:
+        repo.switch(branch)
+    else:
+        check_out_in_worktree(campaign, worktree, branch)
     with repo.write_lock():  # after the switch: a stale branch left checked out can go too
         sweep_stray_branches(campaign.reload())
     return {
         "campaign": campaign.name,
         "round": number,
         "branch": branch,
+        "worktree": str(worktree or repo.root),
         "parent": parent,
         "hypothesis": hypothesis,
         "gate_installed": not hooks_missing(repo),
@@ -308,6 +347,11 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         best = {**best, **outcome.verdict.reference}
         baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}
     _fill_note(note, outcome, best, baseline, labels, over)
+    best_devices = [recorded.fingerprint for _, recorded in rounds if recorded.accepted]
+    policy = campaign.manifest.decision_policy
+    note.reasons += device_reasons(
+        note.fingerprint, campaign.state.fingerprint, best_devices, policy
+    )
     return _record(campaign, tip, note, outcome.passes, say, outcome.reference_passes)
 
 
@@ -380,8 +424,7 @@ def _record(
         extra[_evidence_path(note.round, note.tree)] = json.dumps(note.evidence).encode()
     with repo.write_lock():
         current = campaign.reload()
-        open_round = current.state.open_round
-        if open_round is None or open_round.number != note.round:
+        if current.state.open_numbered(note.round) is None:
             raise KgitError(f"round-{note.round} was closed by another kgit process")
         # The evidence accept judges from, the verdict, the CSV and the keep-ref: one
         # transaction, so a kill leaves all of them or none (validate again then pools nothing
@@ -431,10 +474,13 @@ def accept_round(
 
 def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
     """ERROR, unless the round it was about was closed by another kgit process meanwhile."""
-    started = campaign.state.open_round
+    try:
+        started = _open_round(campaign)
+    except KgitError:
+        return error
     with campaign.repo.write_lock():  # a winning accept is seen whole: best line and record
-        now_open = campaign.reload().state.open_round
-    if started is None or (now_open is not None and now_open.number == started.number):
+        still_open = campaign.reload().state.open_numbered(started.number)
+    if still_open is not None:
         return error
     return KgitError(
         f"round-{started.number} was closed by another kgit process while this accept checked it",
@@ -599,8 +645,7 @@ def _accept_under_lock(
 def _require_still_open(current: Campaign, open_round: OpenRound, tip: str | None) -> None:
     """Refuse to close a round that another kgit process closed (and perhaps opened the next one)
     or whose branch moved since this command read it. Callers hold the write lock."""
-    now_open = current.state.open_round
-    if now_open is None or now_open.number != open_round.number:
+    if current.state.open_numbered(open_round.number) is None:
         raise KgitError(
             f"round-{open_round.number} was closed by another kgit process",
             hint="kgit status",
@@ -637,7 +682,7 @@ def _record_accept(
         note.status, note.decided_at = note.decision, now()
     _keep_words(note, words)
     _mark(current, open_round.number, tip, note)
-    current.state.open_round = None
+    current.state.close_round(open_round.number)
     current.save(f"round-{open_round.number} {note.status}")
     return note.status
 
@@ -723,7 +768,7 @@ def rollback_round(
                     **({"lesson": lesson.strip()} if lesson and lesson.strip() else {}),
                 }
             )
-        current.state.open_round = None
+        current.state.close_round(open_round.number)
         current.save(f"round-{open_round.number} ROLLED BACK" + (f": {reason}" if reason else ""))
     _leave_round_branch(campaign, open_round.number)
     say(
@@ -777,9 +822,12 @@ def complete_interrupted(campaign: Campaign, say: Say) -> dict[str, Any]:
 
 
 def _leave_round_branch(campaign: Campaign, number: int) -> None:
-    """Check out the best line and delete the round branch (its commit is kept under refs/kgit/)."""
+    """Leave the round branch and delete it (its commit is kept under refs/kgit/): the main work
+    tree checks out the best line; a round's own work tree, where the best line cannot be
+    checked out twice, holds its tip detached, ready for the next round."""
     repo, branch = campaign.repo, campaign.refs.round_branch(number)
-    repo.switch(campaign.refs.best)
-    tip = repo.rev_parse(branch)
-    if tip is not None:
-        repo.delete_ref(branch, tip)
+    leave_for_best(campaign, branch)
+    with repo.write_lock():  # another work tree's round start sweeps closed branches too
+        tip = repo.rev_parse(branch)
+        if tip is not None and branch not in repo.checked_out_branches():
+            repo.delete_ref(branch, tip)

@@ -82,10 +82,9 @@ def subject(campaign: Campaign, drift: Drift, rounds: dict[str, int] | None = No
 
 
 def round_numbers(campaign: Campaign) -> dict[str, int]:
-    """Commit -> round number, from the keep-refs and the open round's branch."""
+    """Commit -> round number, from the keep-refs and the branches of the rounds in flight."""
     numbers = {commit: number for number, commit in campaign.kept_rounds().items()}
-    open_round = campaign.state.open_round
-    if open_round is not None:
+    for open_round in campaign.state.open_rounds:
         tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
         if tip is not None:
             numbers.setdefault(tip, open_round.number)
@@ -124,10 +123,14 @@ def problems_by_commit(campaign: Campaign, kinds: Iterable[str]) -> dict[str, li
 
 
 def require_unchanged(campaign: Campaign, kinds: Iterable[str], action: str) -> None:
-    """Refuse ACTION while a note of KINDS that kgit recorded differs on its notes ref."""
-    found = [d for d in drifts(campaign, kinds) if d.how != UNRECORDED]
+    """Refuse ACTION while a note of KINDS that kgit recorded differs on its notes ref. Record
+    and notes refs are read together under the write lock: another work tree's write between
+    reading one and the other (rounds in parallel) once read as a changed note."""
+    with campaign.repo.write_lock():
+        current = campaign.reload()
+        found = [d for d in drifts(current, kinds) if d.how != UNRECORDED]
     if found:
-        first = problem(campaign, found[0])
+        first = problem(current, found[0])
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise KgitError(
             f"cannot {action}: {first}{more}",

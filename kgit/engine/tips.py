@@ -72,8 +72,7 @@ def _round_origin(campaign: Campaign, number: int | None) -> tuple[str | None, s
         return (note.status if note else None), commit
     if any(lost["round"] == number for lost in campaign.state.abandoned):
         return ROLLED_BACK, None
-    open_round = campaign.state.open_round
-    if open_round is not None and open_round.number == number:
+    if campaign.state.open_numbered(number) is not None:
         return None, None
     raise UsageError(
         f"round-{number} has no record in campaign {campaign.name}",

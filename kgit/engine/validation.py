@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.devicelock import measuring
 from kgit.engine.measure import HarnessError, Measurement, Say, check_fingerprint, measure
 from kgit.engine.store import Campaign
 from kgit.engine.workers import Launch, Side, launch_side, start_side
@@ -97,7 +98,11 @@ def validate(
         return Outcome(correctness_verdict(failed, target.reference_values), prior)
     path = measuring_tree(campaign, target.candidate, "candidate", say, echo=echo)
     if policy == "interleaved":
-        return _interleaved(campaign, target, path, prior, say, echo=echo)
+        # Both trees are checked out and built first: the device is held for timing only.
+        reference = measuring_tree(campaign, target.reference, "reference", say, echo=echo)
+        what = f"campaign {campaign.name}: validating {target.candidate[:10]}"
+        with measuring(campaign.repo, what, say):
+            return _interleaved(campaign, target, (reference, path), prior, say, echo=echo)
     return _seed(campaign, target, path, prior, say, echo=echo)
 
 
@@ -181,12 +186,19 @@ def _floors(campaign: Campaign, labels: list[str], versus: str) -> dict[str, flo
 
 
 def _interleaved(
-    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say, *, echo: bool
+    campaign: Campaign,
+    target: Target,
+    trees: tuple[Path, Path],
+    prior: Evidence | None,
+    say: Say,
+    *,
+    echo: bool,
 ) -> Outcome:
+    """A/B sampling of the reference's and the candidate's TREES; the caller holds the device."""
     floors = _floors(campaign, target.labels, target.versus)
     shapes = campaign.manifest.shapes_for(target.labels)
     frozen = tuple(campaign.state.frozen_header or ())
-    reference_tree = measuring_tree(campaign, target.reference, "reference", say, echo=echo)
+    reference_tree, path = trees
     require_pristine(reference_tree, "reference")
     block_ms = campaign.manifest.interleaved.block_ms
     sides: list[Side] = []
@@ -404,11 +416,22 @@ def baseline_pass(
     workers, the quads are split over `calibration_processes` pairs of processes, each pair after
     the first started as a validation starts its sides (kgit/judge/stats.py, calibrate_floors)."""
     manifest = campaign.manifest
-    settings = manifest.interleaved
     candidate = measuring_tree(campaign, commit, "candidate", say, echo=echo)
     if manifest.decision_policy != "interleaved":
         first = measure(campaign, manifest.target_shapes, None, say, echo=echo, tree=candidate)
         return Calibrated(first, {}, {})
+    # Both trees are checked out and built before the device is taken (timing only holds it).
+    tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
+    with measuring(campaign.repo, f"campaign {campaign.name}: baseline and calibration", say):
+        return _calibrated(campaign, commit, (tree, candidate), pick, say, echo=echo)
+
+
+def _calibrated(
+    campaign: Campaign, commit: str, trees: tuple[Path, Path], pick: Any, say: Say, *, echo: bool
+) -> Calibrated:
+    manifest = campaign.manifest
+    settings = manifest.interleaved
+    tree, candidate = trees
     sides: list[Side] = []
     held: Launch | None = None
     groups: list[list[Pair]] = []
@@ -421,7 +444,6 @@ def baseline_pass(
             return Calibrated(first, {}, {})
         frozen = tuple(first.table.header)
         shapes = manifest.shapes_for(labels)
-        tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
         workers = b.mode == "worker"
         block_ms = settings.block_ms if workers else None
         processes = settings.calibration_processes if workers else 1

@@ -1,5 +1,6 @@
 """Where harnesses run: each side of a validation in a work tree of kgit's own,
-`.git/kgit/worktrees/<campaign>/<side>`, holding exactly one commit's files. Nothing untracked or
+`.git/kgit/worktrees/<campaign>/<side>` (`<campaign>/<work tree>/<side>` for a round run in a
+linked work tree), holding exactly one commit's files. Nothing untracked or
 ignored in the user's work tree reaches a measurement (a `sitecustomize.py` that rewrites the CSV
 at exit, a stale build); the reference (the best line's tip, or the baseline for `kgit finish`)
 and the candidate are set up alike, and rebuilt when the manifest has a rebuild step."""
@@ -23,6 +24,9 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     runs whenever the tree holds a commit it was not built for."""
     repo = campaign.repo
     folder = repo.kgit_dir() / "worktrees" / campaign.name
+    linked = repo.linked_tree()
+    if linked is not None:  # a round's own work tree measures in trees of its own: rounds in
+        folder = folder / linked  # parallel never check out over each other's sides
     path, marker = folder / side, folder / f"{side}.built"
     if (path / ".git").exists():
         tree = open_repo(path)

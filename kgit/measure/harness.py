@@ -91,22 +91,50 @@ def _bench_safely(
 
 
 def fingerprint(device: torch.device) -> dict[str, str]:
-    """What kgit compares before it compares two measurements (and the clocks, for the record)."""
-    import triton
+    """What kgit compares before it compares two measurements (and the clocks, for the record).
+    A GPU is named by model, by index (as this process sees it, under CUDA/HIP_VISIBLE_DEVICES)
+    and by UUID: two GPUs of one model are still two devices."""
+    info = {"gpu": "cpu", "torch": torch.__version__}
+    try:  # a harness of a C++ kernel may run without triton
+        import triton
 
-    info = {"gpu": "cpu", "torch": torch.__version__, "triton": triton.__version__}
+        info["triton"] = triton.__version__
+    except ImportError:
+        pass
     if device.type == "cuda":
-        info["gpu"] = torch.cuda.get_device_name(device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        info["gpu"] = torch.cuda.get_device_name(index)
+        info["gpu_index"] = str(index)
+        uuid = _torch_uuid(index)
+        if uuid:
+            info["gpu_uuid"] = uuid
         info["hip" if torch.version.hip else "cuda"] = str(torch.version.hip or torch.version.cuda)
-        info.update(_nvidia_smi())
+        info.update(_nvidia_smi(uuid))
     return info
 
 
-def _nvidia_smi() -> dict[str, str]:
+def _torch_uuid(index: int) -> str | None:
+    """The device's UUID as torch reports it (torch >= 2.0 on CUDA), in nvidia-smi's spelling."""
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    if uuid is None:
+        return None
+    text = str(uuid)
+    return text if text.startswith("GPU-") or torch.version.hip else f"GPU-{text}"
+
+
+def _nvidia_smi(uuid: str | None) -> dict[str, str]:
+    """Driver and clocks of the GPU with UUID (nvidia-smi numbers GPUs physically, ignoring
+    CUDA_VISIBLE_DEVICES: `-i 0` would describe another GPU than the one measured)."""
     query = "driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw"
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+            [
+                "nvidia-smi",
+                f"--query-gpu={query}",
+                "--format=csv,noheader,nounits",
+                "-i",
+                uuid or "0",
+            ],
             capture_output=True,
             text=True,
             timeout=10,

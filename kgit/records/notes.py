@@ -17,7 +17,7 @@ from typing import Any
 from kgit.errors import KgitError
 
 NOTE_VERSION = 1
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: open_rounds (several rounds in flight) replaces open_round
 
 # Round statuses. The three decisions are the seed's own words.
 BASELINE = "BASELINE"
@@ -292,7 +292,9 @@ class CampaignState:
     created: str
     schema_version: int = STATE_VERSION
     next_round: int = 2  # round-1 is the baseline
-    open_round: OpenRound | None = None
+    # Rounds in flight: one on the main work tree, or several at once, each on its own work tree
+    # (kgit/engine/parallel.py). Numbers come from next_round under the write lock: never reused.
+    open_rounds: list[OpenRound] = field(default_factory=list)
     frozen_header: list[str] | None = None
     protected: dict[str, str | None] = field(default_factory=dict)  # path -> blob sha at baseline
     representative: list[str] = field(default_factory=list)
@@ -316,9 +318,22 @@ class CampaignState:
     def from_json(cls, data: bytes) -> CampaignState:
         raw = json.loads(data)
         _check_version(raw, STATE_VERSION, "campaign state")
-        open_round = raw.get("open_round")
-        raw["open_round"] = OpenRound(**open_round) if open_round else None
+        if raw["schema_version"] == 1:  # one round at most, stored alone
+            single = raw.pop("open_round", None)
+            raw["open_rounds"], raw["schema_version"] = [single] if single else [], 2
+        raw["open_rounds"] = [OpenRound(**found) for found in raw.get("open_rounds") or []]
         return cls(**_known(cls, raw))
+
+    @property
+    def open_round(self) -> OpenRound | None:
+        """The round in flight; the oldest one when several are (each has its work tree)."""
+        return min(self.open_rounds, key=lambda found: found.number, default=None)
+
+    def open_numbered(self, number: int) -> OpenRound | None:
+        return next((found for found in self.open_rounds if found.number == number), None)
+
+    def close_round(self, number: int) -> None:
+        self.open_rounds = [found for found in self.open_rounds if found.number != number]
 
     @property
     def baselined(self) -> bool:

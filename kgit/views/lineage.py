@@ -21,6 +21,7 @@ from kgit.engine.store import Campaign, write_cache
 from kgit.engine.trust import trust_of
 from kgit.judge.scoring import pct
 from kgit.records.gate_audit import GateAudit
+from kgit.records.names import parse_round_branch
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
 
 # Iteration rule 7: what to do after N consecutive rollbacks.
@@ -126,7 +127,11 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
     recorded = [row for row in rows if row["commit"]]
     best_tip = campaign.best_at_load or campaign.best_tip()
     best_row = next((row for row in recorded if row["commit"] == best_tip), None)
-    open_round = campaign.state.open_round
+    parsed = parse_round_branch(branch)
+    here = (
+        campaign.state.open_numbered(parsed[1]) if parsed and parsed[0] == campaign.name else None
+    )
+    open_round = here or campaign.state.open_round  # this work tree's round, else the oldest
     statuses = [row["status"] for row in rows]
     stall = consecutive_rollbacks(statuses)
     data: dict[str, Any] = {
@@ -154,6 +159,8 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "max_iterations": campaign.manifest.max_iterations,
         "representative_shapes": campaign.state.representative,
         "open_round": None,
+        # Every round in flight (several at once when each has its own work tree).
+        "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
         "consecutive_rollbacks": stall,
         # A finished campaign has no next round to review or escalate.
         "stagnation_review_due": stall >= 2 and not campaign.state.finished,
@@ -266,6 +273,9 @@ def render_status(data: dict[str, Any]) -> str:
             f"open      round-{current['round']}: {current['hypothesis']}"
             + (f" [verdict: {current['verdict']}]" if current["verdict"] else "")
         )
+    if len(data.get("rounds_in_flight", [])) > 1:
+        shown = ", ".join(f"round-{number}" for number in data["rounds_in_flight"])
+        lines.append(f"parallel  {shown} in flight, each in its own work tree")
     lines += _recovery_lines(data)
     lines += gate_audit_lines(data.get("gate_audit"), best["commit"])
     if data["stagnation_review_due"]:

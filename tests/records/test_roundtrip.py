@@ -144,7 +144,7 @@ def test_a_gate_note_reads_back_as_written(note: GateNote) -> None:
         base=sha,
         created=text,
         next_round=st.integers(2, 10_000),
-        open_round=maybe(st.builds(OpenRound, st.integers(2, 99), text, sha, text)),
+        open_rounds=st.lists(st.builds(OpenRound, st.integers(2, 99), text, sha, text), max_size=3),
         frozen_header=maybe(st.lists(text, max_size=4)),
         protected=st.dictionaries(text, maybe(sha), max_size=3),
         representative=st.lists(text, max_size=3),

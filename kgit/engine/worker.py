@@ -1,0 +1,213 @@
+"""`kgit worker`: one agent's loop over a shared queue of hypotheses, on one device.
+
+Each turn takes the next unclaimed hypothesis (kgit/engine/hypotheses.py), opens its round on
+the worker's own work tree, applies the change the line names, commits it through the gate,
+validates it (holding the device's measuring lock only while timing) and accepts it, or rolls it
+back with the reason. Several workers share one campaign: round numbers come from the record
+under its lock, and accept is a compare-and-swap on the best line. A worker whose accept finds
+the best line moved by another worker's accept rebases its round onto the new best line and
+validates it again (the rebased tree is gated and measured against the best line as it is), a
+few times at most; a rebase that conflicts rolls the round back and says so.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from kgit.engine.devicelock import device_key
+from kgit.engine.gate import Say
+from kgit.engine.hypotheses import Hypothesis, Ledger, parse_line, read_queue
+from kgit.engine.measure import HarnessError
+from kgit.engine.parallel import rebase_round
+from kgit.engine.rounds import accept_round, rollback_round, start_round, validate_round
+from kgit.engine.runner import run_command
+from kgit.engine.store import Campaign
+from kgit.errors import KgitError
+from kgit.gitdoor import Repo, open_repo
+from kgit.records.notes import ACCEPTING
+
+# How often one round follows the best line after other workers' accepts before it gives up (each
+# move is another round accepted, so the campaign progresses; 3 starved a gain with 4 workers).
+MAX_REBASES = 10
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    campaign: str
+    name: str
+    device: str | None  # None: the process's own CUDA/HIP_VISIBLE_DEVICES
+    max_rounds: int | None = None
+    echo: bool = False
+
+
+def pin_device(device: str | None) -> str:
+    """Make DEVICE the only one this process and its harnesses see; return the lock's key."""
+    if device is not None:
+        value = "" if device == "cpu" else device
+        os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["HIP_VISIBLE_DEVICES"] = value
+    return device_key()
+
+
+def worker_tree(repo: Repo, campaign: str, name: str) -> Path:
+    return repo.kgit_dir() / "workers" / campaign / name
+
+
+@contextmanager
+def worker_slot(repo: Repo, campaign: str, name: str) -> Iterator[Path]:
+    """The work tree of worker NAME, held for this process's lifetime: two workers of one name
+    would commit over each other's rounds."""
+    path = worker_tree(repo, campaign, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f"{name}.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise KgitError(
+                f"worker {name} of campaign {campaign} is already running",
+                hint="give each worker its own name: kgit worker --name NAME",
+            ) from None
+        yield path
+
+
+def run_worker(
+    repo: Repo,
+    setup: WorkerSetup,
+    take: Callable[[], Hypothesis | None],
+    say: Say,
+    report: Callable[[dict[str, Any]], None],
+) -> dict[str, Any]:
+    """Rounds until TAKE has nothing left (or max_rounds); REPORT gets each round's outcome."""
+    key = pin_device(setup.device)
+    start, outcomes = time.monotonic(), list[dict[str, Any]]()
+    with worker_slot(repo, setup.campaign, setup.name) as tree:
+        while setup.max_rounds is None or len(outcomes) < setup.max_rounds:
+            item = take()
+            if item is None:
+                break
+            outcome = one_round(repo, setup, tree, item, say)
+            outcome.update(worker=setup.name, device=key)
+            report(outcome)
+            outcomes.append(outcome)
+    seconds = time.monotonic() - start
+    return {
+        "campaign": setup.campaign,
+        "worker": setup.name,
+        "device": key,
+        "worktree": str(worker_tree(repo, setup.campaign, setup.name)),
+        "rounds": len(outcomes),
+        "accepted": sum(o["status"] in ACCEPTING for o in outcomes),
+        "rolled_back": sum(o["status"] not in ACCEPTING for o in outcomes),
+        "seconds": round(seconds, 3),
+        "rounds_per_hour": round(len(outcomes) / seconds * 3600, 2) if seconds > 0 else None,
+    }
+
+
+def one_round(
+    repo: Repo, setup: WorkerSetup, tree: Path, item: Hypothesis, say: Say
+) -> dict[str, Any]:
+    started = start_round(Campaign.load(repo, setup.campaign), item.text, worktree=tree)
+    number = started["round"]
+    say(f"{setup.name}: round-{number} started: {item.text}")
+    here = open_repo(tree)
+    base = {"round": number, "hypothesis": item.text, "line": item.line, "rebases": 0}
+    problem = _apply(here, setup, item) or _commit(here, item, setup.echo)
+    if problem:
+        return {**base, **_rollback(here, setup, problem, say)}
+    for attempt in range(MAX_REBASES + 1):
+        base["rebases"] = attempt
+        try:
+            verdict = validate_round(_load(here, setup), say, full=False, echo=setup.echo)
+            if verdict["decision"] not in ACCEPTING:
+                reason = "; ".join(verdict["reasons"]) or str(verdict["decision"])
+                return {**base, **_rollback(here, setup, reason, say), "verdict": verdict}
+            accepted = accept_round(_load(here, setup), say, echo=setup.echo)
+            return {**base, "status": accepted["status"], "commit": accepted["commit"]}
+        except HarnessError as error:
+            return {**base, **_rollback(here, setup, f"validation ERROR: {error.message}", say)}
+        except KgitError as error:
+            if not _best_moved(here, setup) or attempt == MAX_REBASES:
+                return {**base, **_rollback(here, setup, f"refused: {error.message}", say)}
+            conflict = rebase_round(_load(here, setup), say)
+            if conflict:
+                return {**base, **_rollback(here, setup, conflict, say)}
+    raise AssertionError("unreachable")  # the loop returns on its last attempt
+
+
+def _load(tree: Repo, setup: WorkerSetup) -> Campaign:
+    return Campaign.load(tree, setup.campaign)
+
+
+def _best_moved(tree: Repo, setup: WorkerSetup) -> bool:
+    """Whether the round's branch no longer builds on the best line's tip (another worker's
+    accept moved it): the one refusal a rebase and a new validation answer."""
+    campaign = _load(tree, setup)
+    head = tree.rev_parse("HEAD")
+    return head is not None and not tree.is_ancestor(campaign.best_tip(), head)
+
+
+def _apply(tree: Repo, setup: WorkerSetup, item: Hypothesis) -> str | None:
+    """Make the change ITEM names in TREE; the problem in words when it made none."""
+    campaign = _load(tree, setup)
+    if item.patch is not None:
+        command = f"git apply --whitespace=nowarn {item.patch}"
+    else:
+        assert item.command is not None
+        command = item.command
+    result = run_command(command, tree.root, campaign.manifest.timeout_s, echo=setup.echo)
+    if not result.ok:
+        return f"the change did not apply (`{command}` exited {result.returncode}): " + _last(
+            result.tail
+        )
+    tree.git("add", "-A")
+    if not tree.dirty_paths():
+        return f"the change changed nothing (`{command}`)"
+    return None
+
+
+def _commit(tree: Repo, item: Hypothesis, echo: bool) -> str | None:
+    """Commit the staged change through the commit gate; the gate's failure in words."""
+    result = run_command(f"git commit -q -m {shlex.quote(item.text)}", tree.root, 3600, echo=echo)
+    if result.ok:
+        return None
+    tree.git("reset", "-q", "--hard")  # the work tree goes back to the round's parent
+    return "gate: the commit was blocked: " + _last(result.tail)
+
+
+def _rollback(tree: Repo, setup: WorkerSetup, reason: str, say: Say) -> dict[str, Any]:
+    tree.git("reset", "-q", "--hard")
+    done = rollback_round(_load(tree, setup), reason, say)
+    return {"status": done["status"], "commit": done["commit"], "reason": reason}
+
+
+def _last(tail: str, lines: int = 3) -> str:
+    return " | ".join(line.strip() for line in tail.strip().splitlines()[-lines:] if line.strip())
+
+
+def taker(
+    repo: Repo, setup: WorkerSetup, queue: str, stdin: TextIO
+) -> Callable[[], Hypothesis | None]:
+    """Where the worker's hypotheses come from. A FILE is shared: each line goes to one worker
+    once, through the campaign's ledger. `-` reads stdin a line at a time as an agent writes it
+    (this worker's alone: nothing to claim)."""
+    if queue == "-":
+        counter = iter(range(1, 1 << 62))
+
+        def from_stdin() -> Hypothesis | None:
+            for line in stdin:
+                item = parse_line(line, next(counter), Path.cwd())
+                if item is not None:
+                    return item
+            return None
+
+        return from_stdin
+    items = read_queue(Path(queue))
+    ledger = Ledger(repo, setup.campaign)
+    return lambda: ledger.claim_next(items, setup.name)
