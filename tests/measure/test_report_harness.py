@@ -78,6 +78,26 @@ def test_harness_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 2
 
 
+def test_a_harness_whose_clock_was_rebound_writes_no_figure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A kernel module runs in the harness's process: one that slows the clock the CPU timings
+    # read would halve every time measured; the harness refuses to write what it measured.
+    import time
+
+    real = time.perf_counter
+    shapes = tmp_path / "shapes.json"
+    shapes.write_text(json.dumps([{"label": "a", "M": 2, "N": 3}]))
+    argv = ["--summary-csv", str(tmp_path / "o.csv"), "--shapes", str(shapes)]
+    monkeypatch.setattr(time, "perf_counter", lambda: real() * 0.5)
+    code = run_harness(_fake_bench, MEMORY_COLUMNS, default_shapes=lambda d: [], argv=argv)
+    monkeypatch.undo()
+    assert code == 2 and not (tmp_path / "o.csv").exists()
+    assert "time.perf_counter was replaced in this process" in capsys.readouterr().err
+    code, _ = _run(tmp_path, ["a"], capsys)
+    assert code == 0 and (tmp_path / "o.csv").exists()
+
+
 def test_harness_prints_a_shapes_warnings_once_under_its_label(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
