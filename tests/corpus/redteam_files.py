@@ -61,6 +61,10 @@ from kgit.measure.harness import run_harness
 from kgit.records.schema import GEMM_COLUMNS
 
 
+# One thread: on a loaded 2-core machine a multi-threaded matmul read 45x slower than at baseline.
+torch.set_num_threads(1)
+
+
 def bench_one_shape(shape, settings):
     return gemm_row(shape, settings, matmul)
 
@@ -130,6 +134,9 @@ from kgit.measure.gemm import gemm_row
 from kgit.measure.harness import run_harness
 from kgit.measure.tokens import group_sizes
 from kgit.records.schema import GEMM_COLUMNS
+
+
+torch.set_num_threads(1)  # as the GEMM harness: steady on a loaded machine
 
 
 def reference(x, w, sizes):
