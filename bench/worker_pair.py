@@ -153,12 +153,20 @@ def main() -> int:
     parser.add_argument("--block-ms", type=float, default=25.0)
     parser.add_argument("--configs", default="sequential,swapped,together")
     parser.add_argument(
+        "--from-driver",
+        action="store_true",
+        help="with --relocate: each relocation frees the unit and empties the cache first "
+        "(KGIT_RELOCATE_FROM_DRIVER=1 in both workers)",
+    )
+    parser.add_argument(
         "--relocate",
         action="store_true",
         help="place each side's units anew once a quad, as kgit round validate does",
     )
     parser.add_argument("--sizes", default=",".join(f"{m}x{n}" for m, n in SIZES))
     args = parser.parse_args()
+    if args.from_driver:
+        os.environ["KGIT_RELOCATE_FROM_DRIVER"] = "1"  # the workers inherit it
     scratch = Path(tempfile.mkdtemp(prefix="worker-pair-"))
     sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
     shapes = [{"label": f"rmsnorm_{m}x{n}", "M": m, "N": n} for m, n in sizes]

@@ -54,6 +54,7 @@ BLOCK_POOL_MAX = 32
 # never more than this share of the free device memory.
 RELOCATION_PAD_MAX = 2 * 1024**3
 RELOCATION_PAD_SHARE = 0.05
+RELOCATE_FROM_DRIVER_ENV = "KGIT_RELOCATE_FROM_DRIVER"
 _placement = random.Random()  # its own: a harness seeding `random` must not fix the places
 
 _flush_buffers: dict[str, torch.Tensor] = {}
@@ -441,13 +442,13 @@ class _BlockTimer:
     calls: int  # calls in one repetition
     method: str
     keep: list[Any] = field(default_factory=list)  # the pool and graph stay alive here
-    rebuild: Callable[[], _BlockTimer] | None = None  # the same unit, at a new place
+    rebuild: Callable[[_BlockTimer], _BlockTimer] | None = None  # this unit, at a new place
     unit_ms: float = 1.0  # time of one repetition, as last measured
     host: bool = False  # whether the last block may have timed the host
 
     def relocated(self) -> _BlockTimer:
         """This unit built again at a new place (itself where there is no device memory)."""
-        return self.rebuild() if self.rebuild is not None else self
+        return self.rebuild(self) if self.rebuild is not None else self
 
     def time(self, block_ms: float) -> Timing:
         reps = max(1, round(block_ms / max(self.unit_ms, 1e-4)))
@@ -492,9 +493,18 @@ def _prepare_block(
 def _relocatable(
     timer: _BlockTimer, make: Callable[[], _BlockTimer], device: torch.device
 ) -> _BlockTimer:
-    def rebuild() -> _BlockTimer:
+    def rebuild(old: _BlockTimer) -> _BlockTimer:
         # Built while the old unit still holds its memory, behind a pad of random size: the new
-        # buffers cannot land where the old ones were, nor at one fixed offset from them.
+        # buffers cannot land where the old ones were, nor at one fixed offset from them. The
+        # caching allocator serves them from what this process already holds; with
+        # KGIT_RELOCATE_FROM_DRIVER=1 (an experiment: bench/worker_pair.py --from-driver) the old
+        # unit is freed and the cache given back first, so that the new one is fresh device
+        # memory, drawn by both sides' processes in turn.
+        if os.environ.get(RELOCATE_FROM_DRIVER_ENV) == "1":
+            old.keep.clear()
+            old.run = _released  # its closure held the pool and graph too
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
         free, _total = torch.cuda.mem_get_info(device)
         steps = max(1, min(RELOCATION_PAD_MAX, int(free * RELOCATION_PAD_SHARE)) // (2 * 1024**2))
         pad = torch.empty(
@@ -506,6 +516,10 @@ def _relocatable(
 
     timer.rebuild = rebuild
     return timer
+
+
+def _released(reps: int) -> tuple[float, bool]:
+    raise RuntimeError("this measuring unit was released when it was relocated")
 
 
 def _cpu_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:
