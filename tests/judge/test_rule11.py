@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kgit.judge import rule11
+from kgit.judge import rule11, tampering
 from kgit.judge.rule11 import (
     CONSTEXPR_GROUP,
     DIVISIBLE_GROUP,
@@ -488,7 +488,13 @@ EXAMPLES = Path(rule11.__file__).resolve().parents[1] / "examples"
     "path", sorted(EXAMPLES.rglob("*.py")), ids=lambda p: str(p.relative_to(EXAMPLES))
 )
 def test_every_bundled_example_passes(path: Path) -> None:
-    assert scan_change({path.name: (None, path.read_text())}) == []
+    found = scan_change({path.name: (None, path.read_text())})
+    if path.name.startswith("bench_"):
+        # A harness is built on kgit.measure: a round that added those imports would be
+        # tampering (kgit/judge/tampering.py), and the harness itself is frozen at baseline.
+        assert found and {f.pattern for f in found} == {tampering.IMPORTS_KGIT}
+    else:
+        assert found == []
 
 
 def test_findings_name_the_line() -> None:
