@@ -1141,7 +1141,7 @@ def import_cmd(obj: Ctx, folder: Path, name: str | None, as_json: bool) -> None:
     commits kept under refs/kgit/NAME/rounds/N (rolled-back rounds); summaries and
     benchmark CSVs become the rounds' notes. The work tree is not touched.
     """
-    from kgit.views.seed_import import import_campaign
+    from kgit.engine.seed_import import import_campaign
 
     result = import_campaign(obj.repo(), folder, name or folder.resolve().name)
     emit(

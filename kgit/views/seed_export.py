@@ -17,14 +17,13 @@ from typing import Any
 from kgit.engine.store import HARNESS_DIR, Campaign
 from kgit.errors import UsageError
 from kgit.records.notes import RoundNote
+from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.views.document import Document, to_markdown
 from kgit.views.record import RoundView, load_rounds
 from kgit.views.report import trend_blocks
 from kgit.views.summary import num, peak_pcts, signed, summary_blocks, summary_data
 from kgit.views.trend import memory_bound, monotonic_check, trend_rows
 
-SUMMARY_KIND = "round-summary"
-HARNESS_FILE = "quick_test_bench.py"
 # Note keys that name this repository's objects or this campaign: left out of summary.md.
 LOCAL_NOTE_KEYS = ("kgit", "campaign", "parent")
 
