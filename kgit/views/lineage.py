@@ -19,35 +19,11 @@ from kgit.engine.recovery import (
 from kgit.engine.seal import CHANGED, UNRECORDED, drifts
 from kgit.engine.store import Campaign, write_cache
 from kgit.engine.trust import trust_of
+from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
 from kgit.judge.scoring import pct
 from kgit.records.gate_audit import GateAudit
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
-
-# Iteration rule 7: what to do after N consecutive rollbacks.
-ESCALATION = {
-    1: "try a different approach",
-    2: "re-profile the kernel",
-    3: "read the ISA / generated assembly",
-}
-ESCALATION_MAX = "compare with state-of-the-art kernels"
-
-
-def consecutive_rollbacks(statuses: list[str]) -> int:
-    """Rollbacks since the last accepted round (or the baseline), in round order."""
-    count = 0
-    for status in reversed(statuses):
-        if status == ROLLED_BACK:
-            count += 1
-        elif status in ACCEPTING or status == BASELINE:
-            break
-    return count
-
-
-def escalation(count: int) -> str | None:
-    if count == 0:
-        return None
-    return ESCALATION.get(count, ESCALATION_MAX)
 
 
 def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
@@ -163,7 +139,7 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
         "consecutive_rollbacks": stall,
         # A finished campaign has no next round to review or escalate.
-        "stagnation_review_due": stall >= 2 and not campaign.state.finished,
+        "stagnation_review_due": stagnation_review_due(stall) and not campaign.state.finished,
         "escalation": None if campaign.state.finished else escalation(stall),
         # A closed round's branch still checked out (a kill at the end of accept or rollback).
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
