@@ -12,6 +12,7 @@ from typing import Any
 from kgit.engine.integrity import campaign_floor, change_files
 from kgit.engine.store import Campaign
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
+from kgit.judge.trend import memory_bound
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
 from kgit.views.document import (
@@ -32,8 +33,7 @@ from kgit.views.summary import num, peak_pcts, percent, signed, summary_blocks, 
 from kgit.views.trend import (
     TrendLayout,
     best_vs_baseline,
-    memory_bound,
-    monotonic_check,
+    rule9,
     trend_rows,
     vs_baseline_cell,
 )
@@ -151,7 +151,7 @@ def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str
         ],
         "memory_bound": memory_bound(metric),
         "trend": trend_rows(views, metric),
-        "rule9": monotonic_check(views, metric),
+        "rule9": rule9(views, metric),
         "best_vs_baseline": shape_rows,
         "termination": _termination(campaign, best),
         "applicability": _applicability(campaign, best_commit),

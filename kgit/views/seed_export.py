@@ -16,13 +16,14 @@ from typing import Any
 
 from kgit.engine.store import HARNESS_DIR, Campaign
 from kgit.errors import UsageError
+from kgit.judge.trend import memory_bound
 from kgit.records.notes import RoundNote
 from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.views.document import Document, to_markdown
 from kgit.views.record import RoundView, load_rounds
 from kgit.views.report import trend_blocks
 from kgit.views.summary import num, peak_pcts, signed, summary_blocks, summary_data
-from kgit.views.trend import memory_bound, monotonic_check, trend_rows
+from kgit.views.trend import rule9, trend_rows
 
 # Note keys that name this repository's objects or this campaign: left out of summary.md.
 LOCAL_NOTE_KEYS = ("kgit", "campaign", "parent")
@@ -127,7 +128,7 @@ def trend_file(campaign: Campaign, views: list[RoundView]) -> str:
         "target": {"metric": metric},
         "memory_bound": memory_bound(metric),
         "trend": trend_rows(views, metric),
-        "rule9": monotonic_check(views, metric),
+        "rule9": rule9(views, metric),
     }
     return to_markdown(Document(trend_blocks(data)))
 
