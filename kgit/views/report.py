@@ -12,6 +12,7 @@ from typing import Any
 from kgit.engine.integrity import campaign_floor, change_files
 from kgit.engine.store import Campaign
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
+from kgit.judge.termination import termination
 from kgit.judge.trend import memory_bound
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
@@ -66,39 +67,22 @@ def _target(campaign: Campaign) -> dict[str, Any]:
 
 
 def _efficiency(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
-    """Rule 10's "acceptable hardware efficiency": measured as each shape's % of the device's
-    peak where the peaks are known; what is acceptable is the user's call (not reached here)."""
+    """Rule 10's "acceptable hardware efficiency", measured as each shape's % of the device's
+    peak where the peaks are known (kgit/judge/termination.py never calls it reached)."""
     pcts = {k: v for k, v in (peak_pcts(campaign, best) if best else {}).items() if v is not None}
     floor = campaign_floor(campaign)
-    return {
-        "reached": False,
-        "measured": bool(pcts),
-        "device": floor.device if floor else None,
-        "pct_of_peak": pcts,
-    }
+    return {"measured": bool(pcts), "device": floor.device if floor else None, "pct_of_peak": pcts}
 
 
 def _termination(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
-    target = campaign.manifest.performance_target
-    best_agg = best.note.aggregate if best is not None and best.note is not None else None
-    numeric = isinstance(target, (int, float)) and not isinstance(target, bool)
-    reached = isinstance(target, (int, float)) and best_agg is not None and best_agg >= target
-    used = campaign.state.next_round - 1
-    return {
-        "target": {
-            "target": target,
-            "best_aggregate": best_agg,
-            "reached": bool(numeric and reached),
-            "checkable": numeric,
-        },
-        "hardware_efficiency": _efficiency(campaign, best),
-        "max_iterations": {
-            "used": used,
-            "max": campaign.manifest.max_iterations,
-            "reached": used >= campaign.manifest.max_iterations,
-        },
-        "user_stop": {"reached": campaign.state.finished},
-    }
+    return termination(
+        target=campaign.manifest.performance_target,
+        best_aggregate=best.note.aggregate if best is not None and best.note is not None else None,
+        efficiency=_efficiency(campaign, best),
+        rounds_used=campaign.state.next_round - 1,
+        max_iterations=campaign.manifest.max_iterations,
+        finished=campaign.state.finished,
+    )
 
 
 def _applicability(campaign: Campaign, best_commit: str) -> dict[str, Any]:
