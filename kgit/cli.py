@@ -604,7 +604,7 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     message), records the report in notes refs/notes/kgit/NAME/final and marks the
     campaign finished (round start then needs --reopen).
     """
-    from kgit.engine.finish import finish_campaign
+    from kgit.engine.finish import check_finish, record_finish
     from kgit.views.final import render_final_note, render_finish
 
     def confirm(paths: list[str]) -> bool:
@@ -616,14 +616,10 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
         return click.confirm(question, default=False, err=True)
 
     obj.long_step()
-    result = finish_campaign(
-        obj.campaign(),
-        obj.say,
-        allow_paths=allow_paths,
-        confirm=confirm,
-        render=render_final_note,
-        echo=not obj.quiet,
+    finishing = check_finish(
+        obj.campaign(), obj.say, allow_paths=allow_paths, confirm=confirm, echo=not obj.quiet
     )
+    result = record_finish(finishing, render_final_note(finishing.finished, finishing.data))
     emit(result, as_json, render_finish)
 
 
