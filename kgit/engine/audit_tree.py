@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kgit.engine.gate import Say
-from kgit.engine.measure import harness_env
+from kgit.engine.passes import harness_env
 from kgit.engine.runner import CommandResult, run_command
 from kgit.engine.store import Campaign
 from kgit.engine.worktree import measuring_tree

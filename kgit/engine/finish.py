@@ -34,7 +34,7 @@ from kgit.engine.integrity import (
     rule11_findings,
     shape_dtypes,
 )
-from kgit.engine.measure import (
+from kgit.engine.passes import (
     HarnessError,
     Measurement,
     check_fingerprint,

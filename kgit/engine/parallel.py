@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgit.engine.measure import Say, require_clean
+from kgit.engine.passes import Say, require_clean
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo

@@ -15,17 +15,17 @@ from typing import Any
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.integrity import impossible, measured_rates, rule11_findings
-from kgit.engine.measure import (
+from kgit.engine.parallel import (
+    check_out_in_worktree,
+    leave_for_best,
+    require_free_worktree,
+)
+from kgit.engine.passes import (
     HarnessError,
     Measurement,
     best_values,
     device_reasons,
     require_clean,
-)
-from kgit.engine.parallel import (
-    check_out_in_worktree,
-    leave_for_best,
-    require_free_worktree,
 )
 from kgit.engine.recovery import (
     ACCEPT,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from kgit import progress
-from kgit.engine.measure import HarnessError, Measurement, Say, harness_env, measure, read_run
+from kgit.engine.passes import HarnessError, Measurement, Say, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
 from kgit.engine.store import Campaign
 from kgit.records.protocol import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgit.engine.measure import HarnessError, Say
+from kgit.engine.passes import HarnessError, Say
 from kgit.engine.runner import run_command
 from kgit.engine.store import Campaign
 from kgit.errors import KgitError

@@ -1,4 +1,4 @@
-"""One measurement through the quick harness, checked against the frozen schema; and the
+"""A pass of the quick harness: one measurement, checked against the frozen schema; and the
 preconditions every state-changing command shares."""
 
 from __future__ import annotations
