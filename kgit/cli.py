@@ -21,7 +21,7 @@ from kgit import __version__, progress
 from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
 
 if TYPE_CHECKING:
-    from kgit.engine.store import Campaign
+    from kgit.engine.campaign import Campaign
     from kgit.gitdoor import Repo
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -41,7 +41,7 @@ class Ctx:
         return self._repo
 
     def campaign(self) -> Campaign:
-        from kgit.engine.store import Campaign, resolve_campaign
+        from kgit.engine.campaign import Campaign, resolve_campaign
 
         repo = self.repo()
         return Campaign.load(repo, resolve_campaign(repo, self.campaign_name))
@@ -474,7 +474,7 @@ def _render_worker_summary(r: dict[str, Any]) -> str:
 @click.pass_obj
 def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     """Where the campaign stands and what to do next."""
-    from kgit.engine.store import list_campaigns
+    from kgit.engine.campaign import list_campaigns
     from kgit.views.lineage import render_status, status_data
 
     repo = obj.repo()

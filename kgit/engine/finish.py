@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say
 from kgit.engine.integrity import (
     campaign_floor,
@@ -43,7 +44,6 @@ from kgit.engine.passes import (
 )
 from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
-from kgit.engine.store import Campaign, now
 from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Target, ran_workers, validate
 from kgit.engine.worktree import measuring_tree, require_pristine

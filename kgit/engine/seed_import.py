@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.campaign import HARNESS_DIR, Campaign, list_campaigns
 from kgit.engine.setup import configure_git, install_hooks
-from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns
 from kgit.engine.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo

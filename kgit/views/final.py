@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kgit.views.lineage import github_table
 
 if TYPE_CHECKING:
-    from kgit.engine.store import Campaign
+    from kgit.engine.campaign import Campaign
 
 
 def _pct(value: float | None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kgit.engine.campaign import Campaign, write_cache
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.recovery import (
     ACCEPT,
@@ -17,7 +18,6 @@ from kgit.engine.recovery import (
     stray_round_branches,
 )
 from kgit.engine.seal import CHANGED, UNRECORDED, drifts
-from kgit.engine.store import Campaign, write_cache
 from kgit.engine.trust import trust_of
 from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
 from kgit.judge.scoring import pct

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.seal import problems_by_commit
-from kgit.engine.store import Campaign
 from kgit.errors import KgitError
 from kgit.records.message import recorded_fields
 from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote

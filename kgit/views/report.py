@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.integrity import campaign_floor, change_files
-from kgit.engine.store import Campaign
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
 from kgit.judge.termination import termination
 from kgit.judge.trend import memory_bound

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgit.engine.store import HARNESS_DIR, Campaign
+from kgit.engine.campaign import HARNESS_DIR, Campaign
 from kgit.errors import UsageError
 from kgit.judge.trend import memory_bound
 from kgit.records.notes import RoundNote

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.integrity import campaign_floor, shape_dtypes
-from kgit.engine.store import Campaign
 from kgit.errors import UsageError
 from kgit.judge.floor import pct_of_peak
 from kgit.records.notes import BASELINE, ROLLED_BACK

@@ -184,8 +184,8 @@ def test_finish_needs_a_closed_round_and_a_clean_tree(suite_campaign: Path) -> N
 def test_a_finish_recorded_meanwhile_refuses_the_second_and_writes_nothing(
     suite_campaign: Path,
 ) -> None:
+    from kgit.engine.campaign import Campaign
     from kgit.engine.finish import check_finish, record_finish
-    from kgit.engine.store import Campaign
     from kgit.errors import KgitError
     from kgit.gitdoor import open_repo
 

@@ -47,7 +47,7 @@ def test_report_facts(reviewed: Path) -> None:
 
 
 def test_rule9_flags_an_accepted_round_that_lowered_the_step_metric(reviewed: Path) -> None:
-    from kgit.engine.store import Campaign
+    from kgit.engine.campaign import Campaign
     from kgit.gitdoor import open_repo
     from kgit.views.record import load_rounds
     from kgit.views.trend import rule9
