@@ -24,6 +24,7 @@ from kgit.judge.scoring import pct
 from kgit.records.gate_audit import GateAudit
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
+from kgit.views.numbers import num, signed
 
 
 def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
@@ -220,14 +221,6 @@ def next_step(data: dict[str, Any]) -> str:
     return 'kgit round rollback --reason "..."'
 
 
-def _num(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}%"
-
-
 def render_status(data: dict[str, Any]) -> str:
     target = data["target"]
     best = data["best"]
@@ -236,9 +229,7 @@ def render_status(data: dict[str, Any]) -> str:
         + (f", {target['gpu']}" if target["gpu"] else "")
         + f"; metric {target['metric']})",
         f"best      {best['ref'].removeprefix('refs/heads/')} at {best['commit'][:10]}"
-        + (
-            f", round-{best['round']}, aggregate {_num(best['aggregate'])}" if best["round"] else ""
-        ),
+        + (f", round-{best['round']}, aggregate {num(best['aggregate'])}" if best["round"] else ""),
         f"rounds    {data['rounds_recorded']} recorded: {data['accepted']} accepted, "
         f"{data['rolled_back']} rolled back; next is round-{data['next_round']} "
         f"(max_iterations {data['max_iterations']})",
@@ -411,10 +402,10 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
             f"round-{r['round']}",
             r["status"],
             (r["commit"] or "(no commit)")[:11],
-            _num(r["aggregate"]),
+            num(r["aggregate"]),
             r["level"] or "-",
-            _signed(r["delta_vs_baseline_pct"]),
-            _signed(r["delta_vs_best_pct"]),
+            signed(r["delta_vs_baseline_pct"]),
+            signed(r["delta_vs_best_pct"]),
             r["hypothesis"][:60],
         ]
         for r in rows

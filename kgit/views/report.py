@@ -29,8 +29,9 @@ from kgit.views.document import (
 )
 from kgit.views.gate_audit import audit_data
 from kgit.views.gate_audit import report_blocks as gate_audit_blocks
+from kgit.views.numbers import num, percent, signed
 from kgit.views.record import RoundView, load_rounds
-from kgit.views.summary import num, peak_pcts, percent, signed, summary_blocks, summary_data
+from kgit.views.summary import peak_pcts, summary_blocks, summary_data
 from kgit.views.trend import (
     TrendLayout,
     best_vs_baseline,

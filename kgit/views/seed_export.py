@@ -20,9 +20,10 @@ from kgit.judge.trend import memory_bound
 from kgit.records.notes import RoundNote
 from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.views.document import Document, to_markdown
+from kgit.views.numbers import num, signed
 from kgit.views.record import RoundView, load_rounds
 from kgit.views.report import trend_blocks
-from kgit.views.summary import num, peak_pcts, signed, summary_blocks, summary_data
+from kgit.views.summary import peak_pcts, summary_blocks, summary_data
 from kgit.views.trend import rule9, trend_rows
 
 # Note keys that name this repository's objects or this campaign: left out of summary.md.
