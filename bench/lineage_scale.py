@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kgit.engine.store import Campaign  # noqa: E402
+from kgit.engine.campaign import Campaign  # noqa: E402
 from kgit.gitdoor import open_repo  # noqa: E402
 from kgit.records.notes import ACCEPTED, ROLLED_BACK, RoundNote, ShapeResult  # noqa: E402
 from tests.conftest import CHECK, MANIFEST  # noqa: E402

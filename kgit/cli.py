@@ -21,7 +21,7 @@ from kgit import __version__, progress
 from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
 
 if TYPE_CHECKING:
-    from kgit.engine.store import Campaign
+    from kgit.engine.campaign import Campaign
     from kgit.gitdoor import Repo
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -41,7 +41,7 @@ class Ctx:
         return self._repo
 
     def campaign(self) -> Campaign:
-        from kgit.engine.store import Campaign, resolve_campaign
+        from kgit.engine.campaign import Campaign, resolve_campaign
 
         repo = self.repo()
         return Campaign.load(repo, resolve_campaign(repo, self.campaign_name))
@@ -474,7 +474,7 @@ def _render_worker_summary(r: dict[str, Any]) -> str:
 @click.pass_obj
 def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     """Where the campaign stands and what to do next."""
-    from kgit.engine.store import list_campaigns
+    from kgit.engine.campaign import list_campaigns
     from kgit.views.lineage import render_status, status_data
 
     repo = obj.repo()
@@ -604,7 +604,7 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     message), records the report in notes refs/notes/kgit/NAME/final and marks the
     campaign finished (round start then needs --reopen).
     """
-    from kgit.engine.finish import finish_campaign
+    from kgit.engine.finish import check_finish, record_finish
     from kgit.views.final import render_final_note, render_finish
 
     def confirm(paths: list[str]) -> bool:
@@ -616,14 +616,10 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
         return click.confirm(question, default=False, err=True)
 
     obj.long_step()
-    result = finish_campaign(
-        obj.campaign(),
-        obj.say,
-        allow_paths=allow_paths,
-        confirm=confirm,
-        render=render_final_note,
-        echo=not obj.quiet,
+    finishing = check_finish(
+        obj.campaign(), obj.say, allow_paths=allow_paths, confirm=confirm, echo=not obj.quiet
     )
+    result = record_finish(finishing, render_final_note(finishing.finished, finishing.data))
     emit(result, as_json, render_finish)
 
 
@@ -1141,7 +1137,7 @@ def import_cmd(obj: Ctx, folder: Path, name: str | None, as_json: bool) -> None:
     commits kept under refs/kgit/NAME/rounds/N (rolled-back rounds); summaries and
     benchmark CSVs become the rounds' notes. The work tree is not touched.
     """
-    from kgit.views.seed_import import import_campaign
+    from kgit.engine.seed_import import import_campaign
 
     result = import_campaign(obj.repo(), folder, name or folder.resolve().name)
     emit(

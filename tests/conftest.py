@@ -80,7 +80,7 @@ def record_note(repo: Path, kind: str, target: str, data: bytes | None, name: st
     (DATA None: remove it). kgit reads its notes from the record, so a hand edit of the notes
     ref no longer makes the states some tests need (a verdict written again, a gate never run):
     this does."""
-    from kgit.engine.store import NOTES_DIR, Campaign
+    from kgit.engine.campaign import NOTES_DIR, Campaign
     from kgit.gitdoor import open_repo
 
     kgit_repo, sha = open_repo(repo), git(repo, "rev-parse", target)

@@ -12,14 +12,14 @@ import re
 import shutil
 from typing import Any
 
+from kgit.engine.campaign import list_campaigns
 from kgit.engine.remote import TRACKING
-from kgit.engine.store import list_campaigns
 from kgit.engine.trust import config_key
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.names import validate_campaign_name
 
-# kgit's cache files of one campaign (kgit/engine/store.py, kgit/views/lineage.py).
+# kgit's cache files of one campaign (kgit/engine/campaign.py, kgit/views/lineage.py).
 CACHES = ("round-notes-{name}.json", "round-notes-{name}.light.json", "lineage-{name}.json")
 
 

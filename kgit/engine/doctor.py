@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kgit.engine import seal
+from kgit.engine.campaign import Campaign, NoteCache
 from kgit.engine.gate import Say
 from kgit.engine.recovery import (
     ACCEPT,
@@ -23,7 +24,6 @@ from kgit.engine.recovery import (
     interrupted_close,
     stray_round_branches,
 )
-from kgit.engine.store import Campaign, NoteCache
 from kgit.errors import KgitError
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, OpenRound, RoundNote
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say
 from kgit.engine.integrity import (
     campaign_floor,
@@ -34,7 +35,7 @@ from kgit.engine.integrity import (
     rule11_findings,
     shape_dtypes,
 )
-from kgit.engine.measure import (
+from kgit.engine.passes import (
     HarnessError,
     Measurement,
     check_fingerprint,
@@ -43,7 +44,6 @@ from kgit.engine.measure import (
 )
 from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
-from kgit.engine.store import Campaign, now
 from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Target, ran_workers, validate
 from kgit.engine.worktree import measuring_tree, require_pristine
@@ -89,18 +89,30 @@ class Acceptance:
     reasons: list[str] = field(default_factory=list)
 
 
-def finish_campaign(
+@dataclass
+class Finishing:
+    """A final acceptance whose checks passed, not recorded yet. `finished` is the campaign as
+    it will be recorded, which its report describes; `data` the acceptance facts."""
+
+    campaign: Campaign
+    finished: Campaign
+    best: str
+    commits: list[FinalCommit]
+    runs: list[Measurement]
+    data: dict[str, Any]
+
+
+def check_finish(
     campaign: Campaign,
     say: Say,
     *,
     allow_paths: Sequence[str] = (),
     confirm: Confirm | None = None,
-    render: Callable[[Campaign, dict[str, Any]], str],
     echo: bool = False,
-) -> dict[str, Any]:
-    """Accept the campaign's best line, or refuse with every reason. RENDER turns the
-    campaign and the acceptance facts into the Markdown recorded in the notes (the CLI passes a
-    view: the engine imports no view)."""
+) -> Finishing:
+    """Check the campaign's best line for final acceptance, or refuse with every reason.
+    Nothing is written: `record_finish` records the accepted line with its report (rendered
+    in between by the caller, from views the engine does not import)."""
     require_trusted(campaign, "finish")
     _require_finishable(campaign)
     repo = campaign.repo
@@ -127,19 +139,25 @@ def finish_campaign(
     data = report_data(campaign, rounds, check, best, commits)
     finished = campaign.reload()  # the report describes the campaign as it will be recorded
     finished.state.finished = True
-    report = render(finished, data)
-    with repo.write_lock():
-        current = campaign.reload()
+    return Finishing(campaign, finished, best, commits, check.runs, data)
+
+
+def record_finish(finishing: Finishing, report: str) -> dict[str, Any]:
+    """Write the final branch, record REPORT and mark the campaign finished; refused when the
+    campaign changed since its checks (the best line moved, or another finish recorded)."""
+    best = finishing.best
+    with finishing.campaign.repo.write_lock():
+        current = finishing.campaign.reload()
         if current.state.finished or current.best_tip() != best:
             raise KgitError("the campaign changed while kgit finish ran", hint="kgit status")
-        tip = _write_final_branch(current, commits, best)
+        tip = _write_final_branch(current, finishing.commits, best)
         current.state.finished = True
         current.state.finished_at = now()
         current.state.final = {"branch": final_branch(current), "commit": tip, "best": best}
         extra = {"final/report.md": report.encode()}
-        extra.update({f"final/benchmark-{i}.csv": r.csv for i, r in enumerate(check.runs, 1)})
+        extra.update({f"final/benchmark-{i}.csv": r.csv for i, r in enumerate(finishing.runs, 1)})
         current.save("campaign finished", extra, [current.note("final", best, report.encode())])
-    return {**data, "final_commit": tip, "report": report}
+    return {**finishing.data, "final_commit": tip, "report": report}
 
 
 def _require_finishable(campaign: Campaign) -> None:

@@ -2,7 +2,7 @@
 
 The pre-commit hook is the fast path; `kgit round validate` and `accept` look up the gate's result
 by *tree* hash, so a commit made with `--no-verify` is gated again before it can be accepted. The
-result is read from the campaign record (kgit/engine/store.py): a gate note written by hand on
+result is read from the campaign record (kgit/engine/campaign.py): a gate note written by hand on
 the notes ref passes nothing.
 """
 
@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from kgit.engine.campaign import Campaign, now
 from kgit.engine.runner import CommandResult, run_command
-from kgit.engine.store import Campaign, now
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.records.notes import GateNote

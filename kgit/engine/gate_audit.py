@@ -24,9 +24,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kgit.engine.audit_tree import exclusive, gate_with, run_gate, scratch_tree, tree_path
+from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say
 from kgit.engine.runner import CommandResult
-from kgit.engine.store import Campaign, now
 from kgit.engine.trust import require_trusted
 from kgit.errors import KgitError
 from kgit.judge.mutants import (

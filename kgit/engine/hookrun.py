@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.engine.gate import gate_commit_in_progress, say_stderr
 from kgit.engine.recovery import closed_round_checked_out
-from kgit.engine.store import Campaign, list_campaigns
 from kgit.engine.trust import trust_of, untrusted_error
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.names import parse_round_branch

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kgit.engine.measure import Measurement
-from kgit.engine.store import Campaign
+from kgit.engine.campaign import Campaign
+from kgit.engine.passes import Measurement
 from kgit.gitdoor import Repo
 from kgit.judge.floor import (
     Floor,

@@ -2,7 +2,7 @@
 chains. Neither rule drops anything: a merged ref's commit has both sides' commits as parents,
 so either history stays reachable (and the next push is a fast-forward).
 
-Notes: kgit reads its notes from the campaign record (kgit/engine/store.py), and a notes ref is
+Notes: kgit reads its notes from the campaign record (kgit/engine/campaign.py), and a notes ref is
 their published copy for `git log --notes`. So after a pull a notes ref holds what the record
 holds, whatever either notes ref said: the record's note on every target it recorded, this
 clone's other notes (a copy `notes.rewriteRef` made, a note of the user's), and the remote's

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgit.engine.measure import Say, require_clean
-from kgit.engine.store import Campaign
+from kgit.engine.campaign import Campaign
+from kgit.engine.passes import Say, require_clean
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.records.names import parse_round_branch

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgit.engine.campaign import Campaign, now
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.inbound import (
     best_elsewhere,
@@ -49,7 +50,6 @@ from kgit.engine.remote import (
     remote_refs,
     tips_refs,
 )
-from kgit.engine.store import Campaign, now
 from kgit.engine.trust import trust_of
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, Repo

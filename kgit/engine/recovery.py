@@ -16,7 +16,7 @@ of a few states, each recognisable from refs, notes and the campaign record alon
   between: the round is open and its note says ROLLED BACK (an *interrupted rollback*); rollback
   completes it and accept refuses it.
 - A note is never half written: kgit writes it into the campaign record and onto its notes ref in
-  one transaction (kgit/engine/store.py), with the keep-ref (accept, rollback) or the evidence
+  one transaction (kgit/engine/campaign.py), with the keep-ref (accept, rollback) or the evidence
   and the keep-ref (validate), so a kill between any two of those is not a state at all.
 - accept and rollback end by checking out the best line and deleting the round's branch. Killed
   before that: a *stale* branch of a closed round, perhaps still checked out; `status` says so,
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgit.engine.store import Campaign
+from kgit.engine.campaign import Campaign
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import ROLLED_BACK, OpenRound
 

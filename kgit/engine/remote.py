@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgit.engine.store import NOTES_DIR, NOTES_README, STATE_FILE
+from kgit.engine.campaign import NOTES_DIR, NOTES_README, STATE_FILE
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.names import CampaignRefs, parse_round_branch

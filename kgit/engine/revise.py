@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.engine.store import MANIFEST_FILE, Campaign
+from kgit.engine.campaign import MANIFEST_FILE, Campaign
 from kgit.engine.trust import COMMAND_FIELDS, record_trust, trust_of
 from kgit.errors import KgitError, UsageError
 from kgit.records.manifest import (

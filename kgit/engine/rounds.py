@@ -12,20 +12,21 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.integrity import impossible, measured_rates, rule11_findings
-from kgit.engine.measure import (
+from kgit.engine.parallel import (
+    check_out_in_worktree,
+    leave_for_best,
+    require_free_worktree,
+)
+from kgit.engine.passes import (
     HarnessError,
     Measurement,
     best_values,
     device_reasons,
     require_clean,
-)
-from kgit.engine.parallel import (
-    check_out_in_worktree,
-    leave_for_best,
-    require_free_worktree,
 )
 from kgit.engine.recovery import (
     ACCEPT,
@@ -37,7 +38,6 @@ from kgit.engine.recovery import (
 from kgit.engine.runner import run_command
 from kgit.engine.seal import require_unchanged
 from kgit.engine.setup import environment
-from kgit.engine.store import Campaign, now
 from kgit.engine.trust import require_trusted
 from kgit.engine.validation import (
     Outcome,

@@ -1,7 +1,7 @@
 """Notes that differ from what kgit recorded: found, named, and put back.
 
 kgit writes every note into the campaign record and onto its notes ref in one transaction
-(kgit/engine/store.py), and reads notes from the record. A notes ref that says something else was
+(kgit/engine/campaign.py), and reads notes from the record. A notes ref that says something else was
 changed after kgit wrote it (`git notes add -f`, `git notes edit`, a fetch that overwrote it) or
 has lost a note. kgit never believes such a note; it reports it here (`kgit doctor`, `kgit log`,
 `kgit show`, the report), `round accept` refuses to move the best line while one of the round
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kgit.engine.store import Campaign
+from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
 from kgit.records.names import NOTE_KINDS
 

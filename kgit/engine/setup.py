@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from kgit.engine.campaign import HARNESS_DIR, Campaign, list_campaigns, now
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
 from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.integrity import campaign_floor, impossible, measured_rates
-from kgit.engine.measure import Measurement, require_clean
-from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns, now
+from kgit.engine.passes import Measurement, require_clean
 from kgit.engine.tips import print_tips
 from kgit.engine.trust import record_trust, require_trusted
 from kgit.engine.validation import Calibrated, baseline_pass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kgit.engine.store import Campaign, now
+from kgit.engine.campaign import Campaign, now
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.notes import ROLLED_BACK

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kgit.engine.store import MANIFEST_FILE, Campaign, list_campaigns
+from kgit.engine.campaign import MANIFEST_FILE, Campaign, list_campaigns
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
-from kgit.engine.measure import HarnessError, Measurement, Say, check_fingerprint, measure
-from kgit.engine.store import Campaign
+from kgit.engine.passes import HarnessError, Measurement, Say, check_fingerprint, measure
 from kgit.engine.workers import Launch, Side, launch_side, start_side
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError

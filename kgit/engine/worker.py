@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import device_key
 from kgit.engine.gate import Say
 from kgit.engine.hypotheses import Hypothesis, Ledger, parse_line, read_queue
-from kgit.engine.measure import HarnessError
 from kgit.engine.parallel import rebase_round
+from kgit.engine.passes import HarnessError
 from kgit.engine.rounds import accept_round, rollback_round, start_round, validate_round
 from kgit.engine.runner import run_command
-from kgit.engine.store import Campaign
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.notes import ACCEPTING

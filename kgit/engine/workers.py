@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from kgit import progress
-from kgit.engine.measure import HarnessError, Measurement, Say, harness_env, measure, read_run
+from kgit.engine.campaign import Campaign
+from kgit.engine.passes import HarnessError, Measurement, Say, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
-from kgit.engine.store import Campaign
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
     HOLD_ENV,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgit.engine.measure import HarnessError, Say
+from kgit.engine.campaign import Campaign
+from kgit.engine.passes import HarnessError, Say
 from kgit.engine.runner import run_command
-from kgit.engine.store import Campaign
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 

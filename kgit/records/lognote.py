@@ -4,7 +4,7 @@
 summary (status, the metric against the best line and the baseline, the worst shape, why, what
 the user said of the round). The full round note stays on `refs/notes/kgit/<campaign>/rounds`,
 where tools read it (`git log --notes=kgit/<campaign>/rounds`). The summary is derived from the
-round note every time kgit writes one (kgit/engine/store.py), in the same transaction, so the
+round note every time kgit writes one (kgit/engine/campaign.py), in the same transaction, so the
 two never disagree; the hypothesis is not repeated (the commit message has it).
 """
 

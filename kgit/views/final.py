@@ -8,21 +8,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kgit.views.lineage import github_table
+from kgit.views.numbers import num, percent, signed
 
 if TYPE_CHECKING:
-    from kgit.engine.store import Campaign
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}%"
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
-def _of_peak(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}%"
+    from kgit.engine.campaign import Campaign
 
 
 def render_final_report(data: dict[str, Any]) -> str:
@@ -34,15 +23,15 @@ def render_final_report(data: dict[str, Any]) -> str:
         + (f", {target['gpu']}" if target["gpu"] else "")
         + f"; metric {target['metric']}.",
         "",
-        f"**Result:** {_num(data['aggregate'])} vs baseline {_num(data['baseline_aggregate'])}"
-        f" ({_pct(data['gain_pct'])}), full validation on {len(data['shapes'])} shape(s).",
+        f"**Result:** {num(data['aggregate'])} vs baseline {num(data['baseline_aggregate'])}"
+        f" ({signed(data['gain_pct'])}), full validation on {len(data['shapes'])} shape(s).",
         "",
     ]
     if data["shapes"]:
         with_peak = any(s.get("pct_of_peak") is not None for s in data["shapes"])
         rows = [
-            [s["label"], _num(s["baseline"]), _num(s["final"]), _pct(s["delta_pct"])]
-            + ([_of_peak(s.get("pct_of_peak"))] if with_peak else [])
+            [s["label"], num(s["baseline"]), num(s["final"]), signed(s["delta_pct"])]
+            + ([percent(s.get("pct_of_peak"))] if with_peak else [])
             for s in data["shapes"]
         ]
         headers = ["shape", "baseline", "final", "delta"] + (["% of peak"] if with_peak else [])
@@ -103,8 +92,8 @@ def render_finish(result: dict[str, Any]) -> str:
     squashed = [f"round-{r['round']}" for r in result["final_rounds"] if r["squashed"] > 1]
     lines = [
         f"campaign {result['campaign']} finished: {result['target']['metric']} "
-        f"{_num(result['aggregate'])} vs baseline {_num(result['baseline_aggregate'])} "
-        f"({_pct(result['gain_pct'])}) on all {len(result['shapes'])} shapes",
+        f"{num(result['aggregate'])} vs baseline {num(result['baseline_aggregate'])} "
+        f"({signed(result['gain_pct'])}) on all {len(result['shapes'])} shapes",
         f"test suite passed: `{result['suite']['command']}`",
         result["independent_of_notes"],
         f"final branch {branch} at {result['final_commit'][:10]}: "

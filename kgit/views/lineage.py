@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kgit.engine.campaign import Campaign, write_cache
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.recovery import (
     ACCEPT,
@@ -17,37 +18,13 @@ from kgit.engine.recovery import (
     stray_round_branches,
 )
 from kgit.engine.seal import CHANGED, UNRECORDED, drifts
-from kgit.engine.store import Campaign, write_cache
 from kgit.engine.trust import trust_of
+from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
 from kgit.judge.scoring import pct
 from kgit.records.gate_audit import GateAudit
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
-
-# Iteration rule 7: what to do after N consecutive rollbacks.
-ESCALATION = {
-    1: "try a different approach",
-    2: "re-profile the kernel",
-    3: "read the ISA / generated assembly",
-}
-ESCALATION_MAX = "compare with state-of-the-art kernels"
-
-
-def consecutive_rollbacks(statuses: list[str]) -> int:
-    """Rollbacks since the last accepted round (or the baseline), in round order."""
-    count = 0
-    for status in reversed(statuses):
-        if status == ROLLED_BACK:
-            count += 1
-        elif status in ACCEPTING or status == BASELINE:
-            break
-    return count
-
-
-def escalation(count: int) -> str | None:
-    if count == 0:
-        return None
-    return ESCALATION.get(count, ESCALATION_MAX)
+from kgit.views.numbers import num, signed
 
 
 def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
@@ -163,7 +140,7 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
         "consecutive_rollbacks": stall,
         # A finished campaign has no next round to review or escalate.
-        "stagnation_review_due": stall >= 2 and not campaign.state.finished,
+        "stagnation_review_due": stagnation_review_due(stall) and not campaign.state.finished,
         "escalation": None if campaign.state.finished else escalation(stall),
         # A closed round's branch still checked out (a kill at the end of accept or rollback).
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
@@ -244,14 +221,6 @@ def next_step(data: dict[str, Any]) -> str:
     return 'kgit round rollback --reason "..."'
 
 
-def _num(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}%"
-
-
 def render_status(data: dict[str, Any]) -> str:
     target = data["target"]
     best = data["best"]
@@ -260,9 +229,7 @@ def render_status(data: dict[str, Any]) -> str:
         + (f", {target['gpu']}" if target["gpu"] else "")
         + f"; metric {target['metric']})",
         f"best      {best['ref'].removeprefix('refs/heads/')} at {best['commit'][:10]}"
-        + (
-            f", round-{best['round']}, aggregate {_num(best['aggregate'])}" if best["round"] else ""
-        ),
+        + (f", round-{best['round']}, aggregate {num(best['aggregate'])}" if best["round"] else ""),
         f"rounds    {data['rounds_recorded']} recorded: {data['accepted']} accepted, "
         f"{data['rolled_back']} rolled back; next is round-{data['next_round']} "
         f"(max_iterations {data['max_iterations']})",
@@ -435,10 +402,10 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
             f"round-{r['round']}",
             r["status"],
             (r["commit"] or "(no commit)")[:11],
-            _num(r["aggregate"]),
+            num(r["aggregate"]),
             r["level"] or "-",
-            _signed(r["delta_vs_baseline_pct"]),
-            _signed(r["delta_vs_best_pct"]),
+            signed(r["delta_vs_baseline_pct"]),
+            signed(r["delta_vs_best_pct"]),
             r["hypothesis"][:60],
         ]
         for r in rows

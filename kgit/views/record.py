@@ -7,31 +7,14 @@ notes its author left in the commit message. One git process per round would cos
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.seal import problems_by_commit
-from kgit.engine.store import Campaign
 from kgit.errors import KgitError
+from kgit.records.message import recorded_fields
 from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote
 from kgit.records.schema import BenchTable, parse_bench_csv
-
-# Lines of a round's commit message that carry its rule-4 summary fields, e.g. `Lesson: ...`.
-# They are trailers or body lines alike: both survive a rebase with the message.
-RECORD_KEYS = {
-    "attribution": "Attribution",
-    "next_direction": "Next-Direction",
-    "expected": "Expected",
-    "root_cause": "Root-Cause",
-    "lesson": "Lesson",
-}
-_RECORD_LINE = re.compile(r"^(" + "|".join(RECORD_KEYS.values()) + r"):\s*(.+)$", re.M | re.I)
-
-
-def recorded_fields(message: str) -> dict[str, str]:
-    """The rule-4 fields written as `Key: value` lines in a commit message."""
-    by_key = {v.lower(): k for k, v in RECORD_KEYS.items()}
-    return {by_key[m[1].lower()]: m[2].strip() for m in _RECORD_LINE.finditer(message)}
 
 
 @dataclass

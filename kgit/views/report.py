@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.integrity import campaign_floor, change_files
-from kgit.engine.store import Campaign
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
+from kgit.judge.termination import termination
+from kgit.judge.trend import memory_bound
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
 from kgit.views.document import (
@@ -27,13 +29,13 @@ from kgit.views.document import (
 )
 from kgit.views.gate_audit import audit_data
 from kgit.views.gate_audit import report_blocks as gate_audit_blocks
+from kgit.views.numbers import num, percent, signed
 from kgit.views.record import RoundView, load_rounds
-from kgit.views.summary import num, peak_pcts, percent, signed, summary_blocks, summary_data
+from kgit.views.summary import peak_pcts, summary_blocks, summary_data
 from kgit.views.trend import (
     TrendLayout,
     best_vs_baseline,
-    memory_bound,
-    monotonic_check,
+    rule9,
     trend_rows,
     vs_baseline_cell,
 )
@@ -66,39 +68,22 @@ def _target(campaign: Campaign) -> dict[str, Any]:
 
 
 def _efficiency(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
-    """Rule 10's "acceptable hardware efficiency": measured as each shape's % of the device's
-    peak where the peaks are known; what is acceptable is the user's call (not reached here)."""
+    """Rule 10's "acceptable hardware efficiency", measured as each shape's % of the device's
+    peak where the peaks are known (kgit/judge/termination.py never calls it reached)."""
     pcts = {k: v for k, v in (peak_pcts(campaign, best) if best else {}).items() if v is not None}
     floor = campaign_floor(campaign)
-    return {
-        "reached": False,
-        "measured": bool(pcts),
-        "device": floor.device if floor else None,
-        "pct_of_peak": pcts,
-    }
+    return {"measured": bool(pcts), "device": floor.device if floor else None, "pct_of_peak": pcts}
 
 
 def _termination(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
-    target = campaign.manifest.performance_target
-    best_agg = best.note.aggregate if best is not None and best.note is not None else None
-    numeric = isinstance(target, (int, float)) and not isinstance(target, bool)
-    reached = isinstance(target, (int, float)) and best_agg is not None and best_agg >= target
-    used = campaign.state.next_round - 1
-    return {
-        "target": {
-            "target": target,
-            "best_aggregate": best_agg,
-            "reached": bool(numeric and reached),
-            "checkable": numeric,
-        },
-        "hardware_efficiency": _efficiency(campaign, best),
-        "max_iterations": {
-            "used": used,
-            "max": campaign.manifest.max_iterations,
-            "reached": used >= campaign.manifest.max_iterations,
-        },
-        "user_stop": {"reached": campaign.state.finished},
-    }
+    return termination(
+        target=campaign.manifest.performance_target,
+        best_aggregate=best.note.aggregate if best is not None and best.note is not None else None,
+        efficiency=_efficiency(campaign, best),
+        rounds_used=campaign.state.next_round - 1,
+        max_iterations=campaign.manifest.max_iterations,
+        finished=campaign.state.finished,
+    )
 
 
 def _applicability(campaign: Campaign, best_commit: str) -> dict[str, Any]:
@@ -151,7 +136,7 @@ def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str
         ],
         "memory_bound": memory_bound(metric),
         "trend": trend_rows(views, metric),
-        "rule9": monotonic_check(views, metric),
+        "rule9": rule9(views, metric),
         "best_vs_baseline": shape_rows,
         "termination": _termination(campaign, best),
         "applicability": _applicability(campaign, best_commit),

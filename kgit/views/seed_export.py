@@ -14,17 +14,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgit.engine.store import HARNESS_DIR, Campaign
+from kgit.engine.campaign import HARNESS_DIR, Campaign
 from kgit.errors import UsageError
+from kgit.judge.trend import memory_bound
 from kgit.records.notes import RoundNote
+from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.views.document import Document, to_markdown
+from kgit.views.numbers import num, signed
 from kgit.views.record import RoundView, load_rounds
 from kgit.views.report import trend_blocks
-from kgit.views.summary import num, peak_pcts, signed, summary_blocks, summary_data
-from kgit.views.trend import memory_bound, monotonic_check, trend_rows
+from kgit.views.summary import peak_pcts, summary_blocks, summary_data
+from kgit.views.trend import rule9, trend_rows
 
-SUMMARY_KIND = "round-summary"
-HARNESS_FILE = "quick_test_bench.py"
 # Note keys that name this repository's objects or this campaign: left out of summary.md.
 LOCAL_NOTE_KEYS = ("kgit", "campaign", "parent")
 
@@ -128,7 +129,7 @@ def trend_file(campaign: Campaign, views: list[RoundView]) -> str:
         "target": {"metric": metric},
         "memory_bound": memory_bound(metric),
         "trend": trend_rows(views, metric),
-        "rule9": monotonic_check(views, metric),
+        "rule9": rule9(views, metric),
     }
     return to_markdown(Document(trend_blocks(data)))
 

@@ -11,24 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.integrity import campaign_floor, shape_dtypes
-from kgit.engine.store import Campaign
 from kgit.errors import UsageError
 from kgit.judge.floor import pct_of_peak
 from kgit.records.notes import BASELINE, ROLLED_BACK
 from kgit.records.schema import BenchTable
 from kgit.views.document import Block, Bullets, Code, Document, Heading, Para, Table, to_markdown
+from kgit.views.numbers import num, percent, signed
 from kgit.views.record import RoundView, load_round
 
 NOT_RECORDED = "not recorded"
-
-
-def num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
-def signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}%"
 
 
 def snr_by_shape(table: BenchTable | None) -> dict[str, dict[str, float]]:
@@ -211,10 +204,6 @@ def _shape_table(data: dict[str, Any]) -> Table:
     ]
     headers = ["shape", "check", data["metric"], "best", "vs best", "vs baseline"]
     return Table([*headers, *(["% of peak"] if with_peak else []), "SNR (dB)"], rows)
-
-
-def percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}%"
 
 
 def _rollback_blocks(data: dict[str, Any], level: int) -> list[Block]:

@@ -1,22 +1,20 @@
-"""The seed's performance trend (iteration rule 8), its monotonicity check (rule 9) and the
-per-shape comparison of the best line with the baseline: pure functions over round views.
+"""The seed's performance trend (iteration rule 8) and the per-shape comparison of the best
+line with the baseline, over round views; its monotonicity check (rule 9) is judged in
+kgit/judge/trend.py.
 
 Quick validations measure 3-5 representative shapes while the baseline measured all of them, so
-a round is compared with the baseline (and with the previous accepted round) on the shapes both
-measured, recomputed from the byte-exact bench CSVs.
+a round is compared with the baseline on the shapes both measured, recomputed from the
+byte-exact bench CSVs.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from kgit.judge.scoring import diagnostics, pct, score
-from kgit.records.schema import BenchTable
+from kgit.judge.scoring import pct
+from kgit.judge.trend import compared, memory_bound, monotonic_check, side_metrics
 from kgit.views.record import RoundView
-
-NOISE_PCT = 1.0  # rule 9: Combined Step TFLOPS may dip by 1% along accepted rounds (noise)
 
 GEMM_COLUMNS = (
     ("fwd_avg", "Fwd Avg TFLOPS"),
@@ -36,15 +34,9 @@ MEMORY_COLUMNS = (
 )
 
 
-def memory_bound(metric: str) -> bool:
-    return "GB/s" in metric
-
-
 @dataclass(frozen=True)
 class TrendLayout:
     columns: tuple[tuple[str, str], ...]  # (key, header)
-    rule_key: str  # the value rule 9 keeps from decreasing
-    rule_name: str
     cell_keys: tuple[tuple[str, str], ...]  # (short name, key) in the vs Baseline cell
 
     @classmethod
@@ -52,9 +44,9 @@ class TrendLayout:
         if memory_bound(metric):
             columns = tuple((k, h.format(metric=metric)) for k, h in MEMORY_COLUMNS)
             cell: tuple[tuple[str, str], ...] = (("fwd", "fwd_gbs_avg"), ("bwd", "bwd_gbs_avg"))
-            return cls(columns, "primary", metric, cell)
+            return cls(columns, cell)
         cell = (("step", "combined_step"), ("fwd", "fwd_avg"), ("bwd", "bwd_avg"))
-        return cls(GEMM_COLUMNS, "combined_step", "Combined Step TFLOPS", cell)
+        return cls(GEMM_COLUMNS, cell)
 
     @property
     def headers(self) -> list[str]:
@@ -66,36 +58,6 @@ class TrendLayout:
             "vs Baseline",
             "Key Finding",
         ]
-
-
-def restrict(table: BenchTable, labels: set[str]) -> BenchTable:
-    return BenchTable(table.header, tuple(r for r in table.rows if r.label in labels))
-
-
-def side_metrics(
-    table: BenchTable, metric: str, labels: set[str] | None = None
-) -> dict[str, float]:
-    """The trend columns of TABLE (on LABELS): diagnostics plus the primary aggregate."""
-    part = restrict(table, labels) if labels is not None else table
-    out = diagnostics(part) if part.rows else {}
-    scored = score(part, metric)
-    if scored.values and not scored.failing:
-        out["primary"] = scored.aggregate
-    return out
-
-
-def _passed(table: BenchTable) -> set[str]:
-    return {r.label for r in table.rows if r.passed}
-
-
-def compared(view: RoundView, other: RoundView, metric: str) -> tuple[dict, dict] | None:
-    """(view's, other's) side metrics on the shapes both passed; None without both CSVs."""
-    if view.table is None or other.table is None:
-        return None
-    common = _passed(view.table) & _passed(other.table)
-    if not common:
-        return None
-    return side_metrics(view.table, metric, common), side_metrics(other.table, metric, common)
 
 
 def key_finding(view: RoundView) -> str:
@@ -119,7 +81,7 @@ def trend_rows(views: list[RoundView], metric: str) -> list[dict[str, Any]]:
         if not own and view.note is not None:
             own = dict(view.note.diagnostics)
         vs: dict[str, float] = {}
-        pair = compared(view, baseline, metric) if baseline is not None else None
+        pair = compared(view.table, baseline.table, metric) if baseline is not None else None
         if pair is not None:
             mine, base = pair
             vs = {
@@ -144,29 +106,9 @@ def vs_baseline_cell(vs: dict[str, float]) -> str:
     return ", ".join(f"{short} {value:+.3f}%" for short, value in vs.items())
 
 
-def monotonic_check(views: list[RoundView], metric: str) -> dict[str, Any]:
-    """Rule 9: along accepted rounds the rule's value never drops more than 1%, each accepted
-    round compared with the previous one on the shapes both measured."""
-    layout = TrendLayout.for_metric(metric)
-    accepted = [v for v in views if v.accepted]
-    steps, offending, unchecked = [], [], []
-    for previous, view in itertools.pairwise(accepted):
-        pair = compared(view, previous, metric)
-        if pair is None or layout.rule_key not in pair[0] or layout.rule_key not in pair[1]:
-            unchecked.append(view.number)
-            continue
-        change = pct(pair[0][layout.rule_key], pair[1][layout.rule_key])
-        steps.append({"round": view.number, "after": previous.number, "change_pct": change})
-        if change < -NOISE_PCT:
-            offending.append(view.number)
-    return {
-        "value": layout.rule_name,
-        "noise_pct": NOISE_PCT,
-        "ok": not offending,
-        "offending_rounds": offending,
-        "unchecked_rounds": unchecked,
-        "steps": steps,
-    }
+def rule9(views: list[RoundView], metric: str) -> dict[str, Any]:
+    """Rule 9's check over the accepted rounds among VIEWS (kgit/judge/trend.py)."""
+    return monotonic_check([(v.number, v.table) for v in views if v.accepted], metric)
 
 
 def best_vs_baseline(views: list[RoundView], best_commit: str | None) -> list[dict[str, Any]]:

@@ -179,3 +179,22 @@ def test_finish_needs_a_closed_round_and_a_clean_tree(suite_campaign: Path) -> N
     (repo / "kernel.txt").write_text("speed: 1\n")
     dirty = run_kgit("finish")
     assert dirty.code == 1 and "uncommitted changes" in dirty.err
+
+
+def test_a_finish_recorded_meanwhile_refuses_the_second_and_writes_nothing(
+    suite_campaign: Path,
+) -> None:
+    from kgit.engine.campaign import Campaign
+    from kgit.engine.finish import check_finish, record_finish
+    from kgit.errors import KgitError
+    from kgit.gitdoor import open_repo
+
+    repo = suite_campaign
+    accepted_round(repo, "bigger tiles", "speed: 110\n")
+    finishing = check_finish(Campaign.load(open_repo(repo), "c1"), lambda line: None)
+    assert finishing.finished.state.finished and not finishing.campaign.state.finished
+    assert run_kgit("finish").code == 0  # another finish, between the checks and the record
+    recorded = git(repo, "rev-parse", "refs/kgit/c1/campaign")
+    with pytest.raises(KgitError, match="the campaign changed while kgit finish ran"):
+        record_finish(finishing, "a report")
+    assert git(repo, "rev-parse", "refs/kgit/c1/campaign") == recorded

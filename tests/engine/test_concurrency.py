@@ -11,7 +11,7 @@ from tests.conftest import git, run_kgit
 WRITER = """
 import sys
 from kgit.gitdoor import open_repo
-from kgit.engine.store import Campaign
+from kgit.engine.campaign import Campaign
 from kgit.records.notes import RoundNote, ROLLED_BACK
 
 repo = open_repo()

@@ -22,17 +22,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.campaign import HARNESS_DIR, Campaign, list_campaigns
 from kgit.engine.setup import configure_git, install_hooks
-from kgit.engine.store import HARNESS_DIR, Campaign, list_campaigns
 from kgit.engine.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, harness_paths, parse_manifest
+from kgit.records.message import RECORD_KEYS
 from kgit.records.names import CampaignRefs, validate_campaign_name
 from kgit.records.notes import ACCEPTING, BASELINE, RoundNote, type_problems
+from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.yamltext import load_yaml_text
-from kgit.views.record import RECORD_KEYS
-from kgit.views.seed_export import HARNESS_FILE, SUMMARY_KIND
 
 SEED_ONLY = ("git_commit", "git_branch", "created", "kgit")
 _ROUND_DIR = re.compile(r"round-([0-9]+)")

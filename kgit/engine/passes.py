@@ -1,4 +1,4 @@
-"""One measurement through the quick harness, checked against the frozen schema; and the
+"""A pass of the quick harness: one measurement, checked against the frozen schema; and the
 preconditions every state-changing command shares."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
 from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
-from kgit.engine.store import Campaign
 from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo, clean_env
 from kgit.judge.scoring import Score, score

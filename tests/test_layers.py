@@ -1,0 +1,58 @@
+"""The package's layers, read from the imports: each imports only those below it.
+
+Views only read, so the engine never reaches them; judgements are pure, so `kgit/judge/`
+reaches neither git nor the engine nor a view.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kgit
+
+ROOT = Path(kgit.__file__).parent
+
+
+def imports(path: Path) -> set[str]:
+    """Every kgit module PATH imports, at its top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "kgit":
+            found.update(f"kgit.{alias.name}" for alias in node.names)  # from kgit import x
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name == "kgit" or name.startswith("kgit.")}
+
+
+def reaching(folder: str, allowed: tuple[str, ...]) -> list[str]:
+    """`module -> import` for each import under kgit/FOLDER outside the ALLOWED prefixes."""
+    return sorted(
+        f"{path.relative_to(ROOT)} -> {name}"
+        for path in (ROOT / folder).rglob("*.py")
+        for name in imports(path)
+        if not name.startswith(allowed)
+    )
+
+
+def test_the_engine_imports_no_view() -> None:
+    assert reaching("engine", ("kgit.engine", "kgit.judge", "kgit.records", "kgit.errors",
+                               "kgit.gitdoor", "kgit.progress", "kgit.resources")) == []  # fmt: skip
+
+
+def test_judgements_are_pure() -> None:
+    assert reaching("judge", ("kgit.judge", "kgit.records", "kgit.errors")) == []
+
+
+def test_records_import_only_records() -> None:
+    assert reaching("records", ("kgit.records", "kgit.errors")) == []
+
+
+def test_the_scan_sees_a_function_level_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from kgit import progress\ndef f():\n    from kgit.views.report import report_data\n"
+    )
+    assert imports(module) == {"kgit.progress", "kgit.views.report"}
