@@ -1,0 +1,330 @@
+"""A campaign's life: init, baseline, demo, manifest edit, campaign delete, finish."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kgit import progress
+from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option
+from kgit.errors import KgitError, UsageError
+from kgit.views.commands import (
+    audit_line,
+    render_revision,
+    render_template,
+)
+
+
+@cli.command()
+@click.argument("name")
+@click.option(
+    "-m",
+    "--manifest",
+    "manifest_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The campaign's manifest.yaml (templates/manifest.yaml documents it).",
+)
+@click.option("--target-op", help="Overrides the manifest's target_op.")
+@click.option("--target-backend", help="Overrides target_backend (e.g. TRITON, HIP, CK).")
+@click.option("--target-gpu", help="Overrides target_gpu (e.g. H200, MI300X).")
+@click.option("--primary-metric", help="Overrides primary_metric.")
+@click.option("--test-command", help="Overrides test_command (the correctness gate).")
+@click.option("--quick-command", help="Overrides quick_command (the quick harness).")
+@click.option("--max-iterations", type=int, help="Overrides max_iterations (below 120).")
+@click.option(
+    "--kernel-source", multiple=True, help="Overrides kernel_source (repeat for several files)."
+)
+@click.option(
+    "--shapes-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="target_shapes from a YAML/JSON file (a list, or a mapping with target_shapes).",
+)
+@click.option(
+    "--execution-mode",
+    type=click.Choice(["repo-mode", "workspace-mode"]),
+    help="Overrides execution_mode.",
+)
+@click.option("--rebuild-command", help="Overrides rebuild_command (run before each validation).")
+@click.option(
+    "--acceptance-command", help="Overrides acceptance_command (the full suite of kgit finish)."
+)
+@click.option(
+    "--from-template",
+    type=click.Choice(["gemm", "memory", "grouped"]),
+    help="Write bench/quick_test_bench.py from the harness template and a manifest.yaml "
+    "draft, then stop: plug the kernel in, commit the harness, run kgit init NAME -m manifest.yaml.",
+)
+@click.option(
+    "--ask/--no-input",
+    "ask",
+    default=None,
+    help="Ask for missing fields even without a terminal, or never ask "
+    "[default: ask on a terminal].",
+)
+@json_option
+@click.pass_obj
+def init(
+    obj: Ctx,
+    name: str,
+    manifest_file: Path | None,
+    as_json: bool,
+    kernel_source: tuple[str, ...],
+    shapes_file: Path | None,
+    from_template: str | None,
+    ask: bool | None,
+    **overrides: Any,
+) -> None:
+    """Define the target and create campaign NAME, starting at HEAD.
+
+    Fields come from the manifest and the flags; on a terminal kgit asks for each
+    missing one (with the defaults it can infer), shows the whole target and waits
+    for your confirmation. Without a terminal a missing field is an error that lists
+    them all. Then: the best line kgit/NAME/best at HEAD, the manifest recorded under
+    refs/kgit/NAME/campaign, the commit gate installed (chaining any existing hook),
+    and git told to carry kgit's notes through amend and rebase.
+    """
+    from kgit.engine.define import (
+        ask_missing,
+        load_shapes_file,
+        missing_fields,
+        render_target,
+        require_complete,
+        write_template,
+    )
+    from kgit.engine.setup import init_campaign
+    from kgit.records.manifest import load_manifest_fields, parse_manifest
+    from kgit.records.yamltext import read_text_capped
+
+    fields = {k: v for k, v in overrides.items() if v is not None}
+    if kernel_source:
+        fields["kernel_source"] = list(kernel_source)
+    if shapes_file is not None:
+        fields["target_shapes"] = load_shapes_file(shapes_file)
+    if from_template:
+        written = write_template(obj.repo().root, from_template, fields)
+        emit(written, as_json, lambda r: render_template(name, r))
+        return
+    text, source = "", "command-line fields"
+    if manifest_file is not None:
+        text = read_text_capped(manifest_file)
+        source = str(manifest_file)
+    data = {**load_manifest_fields(text, source), **fields}
+    asked = bool(missing_fields(data))
+    if asked:
+        if not (ask if ask is not None else sys.stdin.isatty()):
+            require_complete(data, source)
+        data = ask_missing(data, obj.repo(), _prompt)
+    manifest, warnings = parse_manifest("", source, data)
+    for warning in warnings:
+        obj.say(f"warning: {warning}")
+    if asked:
+        click.echo(render_target(name, data), err=True)
+        if not click.confirm("create the campaign with this target?", default=True, err=True):
+            raise KgitError(
+                "the target was not confirmed: nothing written", hint=f"kgit init {name}"
+            )
+    result = init_campaign(obj.repo(), name, manifest)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"campaign {r['campaign']} created at {r['base'][:10]}; best line {r['best']}\n"
+            f"hooks installed: {', '.join(r['hooks'])}\nnext: kgit baseline"
+        ),
+    )
+
+
+def _prompt(question: str, default: str | None) -> str:
+    # Prompts go to stderr so that --json output stays one JSON document on stdout.
+    answer: str = click.prompt(question, default=default, show_default=bool(default), err=True)
+    return answer
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def baseline(obj: Ctx, as_json: bool) -> None:
+    """Round-1: run the tests, then the harness on every target shape.
+
+    Freezes the CSV header and the protected files (the harness), and picks the 3-5
+    representative shapes that quick validation will use.
+    """
+    from kgit.engine.setup import baseline as run_baseline
+
+    obj.long_step()
+    result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"baseline recorded on {r['commit'][:10]}: {r['metric']} aggregate {r['aggregate']:.4g}\n"
+            f"representative shapes: {', '.join(r['representative_shapes'])}\n"
+            f"{audit_line(r['gate_audit'])}"
+            'next: kgit round start "HYPOTHESIS"'
+        ),
+    )
+
+
+@cli.command()
+@click.option(
+    "--kernel",
+    type=click.Choice(["gemm", "rmsnorm"]),
+    default="gemm",
+    show_default=True,
+    help="The bundled example: a Triton GEMM (compute-bound) or RMSNorm (memory-bound).",
+)
+@click.option(
+    "--dir",
+    "where",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where to create the demo repository [default: a new temporary folder].",
+)
+@click.option(
+    "--cpu", is_flag=True, help="Use the CPU path (Triton interpreter) even if a GPU is present."
+)
+def demo(kernel: str, where: Path | None, cpu: bool) -> None:
+    """Run a whole campaign on a bundled example kernel, in a throwaway repository.
+
+    \b
+    init -> baseline -> a round that is faster and accepted -> a commit the gate
+    blocks (a real bug) -> a round that is slower and rolled back -> the lineage.
+    On CPU it uses Triton's interpreter and tiny shapes (a few minutes on 2 cores);
+    with a GPU, realistic shapes in bf16. Every step is the real command, echoed.
+    """
+    from kgit.demo import run_demo
+
+    run_demo(kernel, where, gpu=False if cpu else None)
+
+
+# --- campaign ends (define, finish, tips) ---
+
+
+@cli.command()
+@click.option(
+    "--allow-path",
+    "allow_paths",
+    multiple=True,
+    metavar="PATH",
+    help="A changed file outside kernel_source that belongs in the final change (repeatable).",
+)
+@json_option
+@click.pass_obj
+def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
+    """Final acceptance: full suite, full validation, a clean diff, the branch to merge.
+
+    \b
+    On the best line: its diff against the campaign base may touch only kernel_source
+    (anything else must be allowed: --allow-path PATH, or confirmed on a terminal);
+    the project's full test suite (acceptance_command) must pass; the harness runs on
+    every target shape and the result is judged against the baseline. Then it writes
+    kgit/NAME/final (one commit per accepted round, hypothesis and result in each
+    message), records the report in notes refs/notes/kgit/NAME/final and marks the
+    campaign finished (round start then needs --reopen).
+    """
+    from kgit.engine.finish import check_finish, record_finish
+    from kgit.views.final import render_final_note, render_finish
+
+    def confirm(paths: list[str]) -> bool:
+        if as_json or not sys.stdin.isatty():
+            return False
+        progress.stop()  # a question, not a live line, holds the terminal's last line now
+        listed = "".join(f"\n  {path}" for path in paths)
+        question = f"the best line also changes files outside kernel_source:{listed}\nkeep them?"
+        return click.confirm(question, default=False, err=True)
+
+    obj.long_step()
+    finishing = check_finish(
+        obj.campaign(), obj.say, allow_paths=allow_paths, confirm=confirm, echo=not obj.quiet
+    )
+    result = record_finish(finishing, render_final_note(finishing.finished, finishing.data))
+    emit(result, as_json, render_finish)
+
+
+@cli.group(context_settings=CONTEXT)
+def manifest() -> None:
+    """Revise the campaign's manifest (recorded as a new revision in its record)."""
+
+
+@manifest.command("edit")
+@click.option(
+    "-m",
+    "--manifest",
+    "manifest_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The whole new manifest from FILE, instead of opening $EDITOR.",
+)
+@json_option
+@click.pass_obj
+def manifest_edit(obj: Ctx, manifest_file: Path | None, as_json: bool) -> None:
+    """Change the manifest: any field before the baseline; after it, only the fields
+    that keep rounds comparable (max_iterations, performance_target, thresholds,
+    acceptance_command). Shapes, metric, harness or gate are a new campaign.
+
+    \b
+    Each change is a new revision in the campaign record (git log
+    refs/kgit/NAME/campaign -- manifest.yaml). A revision that changes a command
+    needs kgit trust again; one that keeps them keeps the approval.
+    """
+    from kgit.engine.revise import edit_manifest, editable_text
+    from kgit.records.yamltext import read_text_capped
+
+    campaign = obj.campaign()
+    if manifest_file is not None:
+        text, source = read_text_capped(manifest_file), str(manifest_file)
+    else:
+        if not sys.stdin.isatty() or not sys.stdout.isatty():
+            raise UsageError(
+                "kgit manifest edit opens $EDITOR, and there is no terminal",
+                hint="write the new manifest to a file, then kgit manifest edit -m FILE",
+            )
+        shown = editable_text(campaign)
+        edited = click.edit(shown, extension=".yaml", require_save=True)
+        text, source = (edited if edited is not None else shown), "the edited manifest"
+    result = edit_manifest(campaign, text, source)
+    for warning in result["warnings"]:
+        obj.say(f"warning: {warning}")
+    emit(result, as_json, render_revision)
+
+
+@cli.group("campaign", context_settings=CONTEXT)
+def campaign_group() -> None:
+    """Manage campaigns as a whole."""
+
+
+@campaign_group.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Delete without asking (for scripts and agents).")
+@json_option
+@click.pass_obj
+def campaign_delete(obj: Ctx, name: str, yes: bool, as_json: bool) -> None:
+    """Remove campaign NAME from this clone: its record, kept rounds, notes, branches,
+    kgit's work trees and caches, and its trust approval. A remote keeps what was
+    pushed there; the commits stay in git's object store until git gc."""
+    from kgit.engine.delete import campaign_refs, delete_campaign
+
+    repo = obj.repo()
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                f"kgit campaign delete asks before it removes campaign {name}, and there is no "
+                "terminal to ask on",
+                hint=f"kgit campaign delete {name} --yes",
+            )
+        count = len(campaign_refs(repo, name))
+        question = f"delete campaign {name} ({count} refs: record, rounds, notes, branches)?"
+        if not click.confirm(question, default=False, err=True):
+            raise KgitError("nothing deleted", hint="kgit status --all")
+    result = delete_campaign(repo, name)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"campaign {r['campaign']} deleted ({len(r['deleted_refs'])} refs"
+            + (f", {len(r['work_trees'])} work trees" if r["work_trees"] else "")
+            + ")"
+            + ("; HEAD detached where its branch was" if r["detached_head"] else "")
+        ),
+    )

@@ -1,0 +1,171 @@
+"""Rounds: start, validate, accept, rollback, and the worker that runs them from a queue."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kgit import progress
+from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option, jsonable
+from kgit.views.commands import (
+    render_verdict,
+    render_worker_round,
+    render_worker_summary,
+)
+
+
+@cli.group(context_settings=CONTEXT)
+def round() -> None:
+    """One hypothesis, one change: start, validate, accept or rollback."""
+
+
+@round.command("start")
+@click.argument("hypothesis")
+@click.option("--reopen", is_flag=True, help="Go on with a finished campaign (kgit finish again).")
+@click.option(
+    "--worktree",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Open the round in this work tree (added if missing), beside rounds already in flight.",
+)
+@json_option
+@click.pass_obj
+def round_start(
+    obj: Ctx, hypothesis: str, reopen: bool, worktree: Path | None, as_json: bool
+) -> None:
+    """Begin the next round with its HYPOTHESIS, on a new branch from the best line."""
+    from kgit.engine.rounds import start_round
+
+    where = worktree.resolve() if worktree else None
+    result = start_round(obj.campaign(), hypothesis, reopen=reopen, worktree=where)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"round-{r['round']} started on {r['branch'].removeprefix('refs/heads/')}\n"
+            f"next: change the kernel, {r['commit']}, kgit round validate"
+        ),
+    )
+
+
+@round.command("validate")
+@click.option(
+    "--full", is_flag=True, help="Measure every target shape, not only the representative ones."
+)
+@json_option
+@click.pass_obj
+def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
+    """Gate, measure and judge the round's last commit; store the verdict in its notes."""
+    from kgit.engine.rounds import validate_round
+
+    obj.long_step()
+    result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
+    emit(result, as_json, render_verdict)
+
+
+@round.command("accept")
+@click.option(
+    "--attribution", help="What the gain comes from; kept in the round's note, shown in the report."
+)
+@click.option("--lesson", help="What the round taught; kept in its note, shown in the report.")
+@json_option
+@click.pass_obj
+def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json: bool) -> None:
+    """Fast-forward the best line to the round's commit (only on an accepting verdict)."""
+    from kgit.engine.rounds import accept_round
+
+    obj.long_step()
+    words = {"attribution": attribution or "", "lesson": lesson or ""}
+    result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet, words=words)
+    emit(
+        result,
+        as_json,
+        lambda r: f"round-{r['round']} {r['status']}; best line at {r['best'][:10]}",
+    )
+
+
+@round.command("rollback")
+@click.option(
+    "--reason",
+    help="Why it failed (the root cause): required, as in the seed; kept in the round's "
+    "note and the report. Completing an interrupted rollback keeps the reason it had.",
+)
+@click.option("--lesson", help="What the round taught; kept in its note, shown in the report.")
+@json_option
+@click.pass_obj
+def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bool) -> None:
+    """Return to the best line; the round's commit and notes stay reachable."""
+    from kgit.engine.rounds import rollback_round
+
+    result = rollback_round(obj.campaign(), reason, obj.say, lesson)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"round-{r['round']} {r['status']}"
+            + (f"; commit {r['commit'][:10]} kept at {r['kept_at']}" if r["commit"] else "")
+        ),
+    )
+
+
+@cli.command()
+@click.option(
+    "--hypotheses",
+    "queue",
+    required=True,
+    metavar="FILE",
+    help="The queue: `HYPOTHESIS :: COMMAND` or JSON lines; `-` reads them from stdin as they "
+    "come. Workers given one FILE share it, each line tried once.",
+)
+@click.option(
+    "--device",
+    metavar="N",
+    help="Pin the worker to GPU N (sets CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES; `cpu` "
+    "for none) [default: the devices this shell sees].",
+)
+@click.option(
+    "--name", metavar="NAME", help="The worker's name and work tree [default: device-<N>]."
+)
+@click.option("--max-rounds", type=click.IntRange(min=1), help="Stop after this many rounds.")
+@json_option
+@click.pass_obj
+def worker(
+    obj: Ctx,
+    queue: str,
+    device: str | None,
+    name: str | None,
+    max_rounds: int | None,
+    as_json: bool,
+) -> None:
+    """Run rounds from a queue of hypotheses, one at a time, on one device.
+
+    \b
+    Each round: take the next hypothesis, open its round in the worker's own work tree
+    (.git/kgit/workers/<campaign>/<name>), apply its change, commit through the gate, validate
+    (the device's measuring lock is held only while timing), then accept, or roll back with the
+    reason. N workers share a campaign: one per GPU, e.g.
+      kgit worker --device 0 --hypotheses ideas.txt &
+      kgit worker --device 1 --hypotheses ideas.txt &
+    With --json, one JSON line per round as it ends, then the summary.
+    """
+    from kgit.engine.worker import WorkerSetup, run_worker, taker
+
+    campaign = obj.campaign()
+    default = f"device-{device}" if device is not None else "worker"
+    setup = WorkerSetup(campaign.name, name or default, device, max_rounds, not obj.quiet)
+    take = taker(obj.repo(), setup, queue, sys.stdin)
+    obj.long_step()
+
+    def report(outcome: dict[str, Any]) -> None:
+        progress.stop()
+        if as_json:
+            click.echo(json.dumps({"event": "round", **outcome}, default=jsonable))
+        else:
+            click.echo(render_worker_round(outcome))
+
+    summary = {"event": "done", **run_worker(obj.repo(), setup, take, obj.say, report)}
+    progress.stop()
+    click.echo(json.dumps(summary) if as_json else render_worker_summary(summary))

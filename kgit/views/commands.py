@@ -1,0 +1,71 @@
+"""What the commands print for their results (the command line's own texts, beside the views of
+campaigns and rounds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgit.records.notes import ACCEPTING
+
+
+def render_template(name: str, r: dict[str, Any]) -> str:
+    left = f" (still to fill in: {', '.join(r['missing'])})" if r["missing"] else ""
+    return (
+        f"wrote {r['harness']} (the {r['template']} harness template) and {r['manifest']} "
+        f"(a draft{left})\n"
+        f"next: plug your kernel into {r['harness']}, commit it (git add {r['harness']} && "
+        "git commit: the harness is frozen at baseline and must be committed first), then "
+        f"kgit init {name} --manifest {r['manifest']}"
+    )
+
+
+def audit_line(audit: dict[str, Any] | None) -> str:
+    if audit is None:
+        return ""
+    survived = f", {audit['survived']} SURVIVED (kgit gate audit)" if audit["survived"] else ""
+    never = "".join(f"; the gate never loads {path}" for path in audit["unexercised"])
+    return f"gate audit: {audit['caught']} of {audit['tried']} mutants caught{survived}{never}\n"
+
+
+def render_verdict(r: dict[str, Any]) -> str:
+    from kgit.views.summary import not_passing
+
+    lines = [f"round-{r['round']}: {r['decision'] or r['status']}"]
+    lines += [f"  - {reason}" for reason in r["reasons"]]
+    failing = not_passing([(s["label"], s["check"]) for s in r["shapes"]])
+    if failing:
+        lines.append(f"no aggregate: {failing}")
+    elif r["delta_vs_best_pct"] is not None:
+        lines.append(f"aggregate {r['aggregate']:.4g} ({r['delta_vs_best_pct']:+.3f}% vs best)")
+    accepts = r["decision"] in ACCEPTING
+    lines.append(
+        "next: kgit round accept" if accepts else 'next: kgit round rollback --reason "..."'
+    )
+    return "\n".join(lines)
+
+
+def render_worker_round(r: dict[str, Any]) -> str:
+    rebased = f" (rebased {r['rebases']}x)" if r.get("rebases") else ""
+    why = f": {r['reason']}" if r.get("reason") else ""
+    return f"round-{r['round']} [{r['worker']}] {r['status']}{rebased}: {r['hypothesis']}{why}"
+
+
+def render_worker_summary(r: dict[str, Any]) -> str:
+    rate = f", {r['rounds_per_hour']:.1f} rounds/hour" if r["rounds_per_hour"] else ""
+    return (
+        f"worker {r['worker']} (device {r['device']}): {r['rounds']} round(s), "
+        f"{r['accepted']} accepted, {r['rolled_back']} rolled back in {r['seconds']:.1f} s{rate}"
+    )
+
+
+def render_revision(r: dict[str, Any]) -> str:
+    if not r["recorded"]:
+        return f"campaign {r['campaign']}: the manifest is unchanged (revision {r['revision']})"
+    lines = [f"campaign {r['campaign']}: manifest revision {r['revision']} recorded"]
+    lines += [f"  {k}: {v['from']!r} -> {v['to']!r}" for k, v in r["changed"].items()]
+    if r["needs_trust"]:
+        lines.append(
+            f"a command changed: kgit trust --campaign {r['campaign']} approves it "
+            "(kgit runs none of its commands until then)"
+        )
+    return "\n".join(lines)
