@@ -11,7 +11,9 @@ clocks at run time (kgit/measure/timing.py, replaced_clocks).
   `setattr(torch.cuda.Event, "elapsed_time", f)`); a constant is a setting and passes
   (`torch.backends.cuda.matmul.allow_tf32 = True`);
 - an entry written into `sys.modules` or `builtins`;
-- kgit imported by a kernel (its measuring code is not the kernel's business);
+- kgit imported by a kernel (its measuring code is not the kernel's business), `sys.modules`
+  read (how a module is reached without importing it);
+- code registered to run at exit (`atexit`): it runs after the harness wrote its CSV;
 - code evaluated at run time (`eval`, `exec`, `compile`, `__import__`): what it does cannot be
   read from the change, and it is how a scan is dodged (`eval("id")(x)` as a cache key).
 """
@@ -21,16 +23,19 @@ from __future__ import annotations
 import ast
 
 PATCHED_MODULE = "another module's attribute replaced"
-SYS_MODULES = "sys.modules or builtins written"
+SYS_MODULES = "sys.modules or builtins reached"
 IMPORTS_KGIT = "kgit imported by a kernel"
+AT_EXIT = "code run at exit"
 DYNAMIC_CODE = "code evaluated at run time"
 
 WHY = {
     PATCHED_MODULE: "a kernel runs inside the harness's process: rebinding a library's function "
     "(a clock, an event's timer, a writer) changes what is measured, not the kernel",
-    SYS_MODULES: "replacing a module or a builtin changes the harness's own code, not the kernel",
+    SYS_MODULES: "reaching the loaded modules or the builtins by hand is how the harness's own "
+    "code is changed without an import to show it",
     IMPORTS_KGIT: "kgit's measuring code is the harness's; a kernel has no use for it but to "
     "change how it measures",
+    AT_EXIT: "an exit handler runs after the harness wrote its figures, and can rewrite them",
     DYNAMIC_CODE: "what evaluated code does cannot be read from the change (it hides, for "
     "example, an identity-keyed cache or a patched clock from this scan)",
 }
@@ -48,12 +53,16 @@ def scan(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             if any(n == "kgit" or n.startswith("kgit.") for n in names):
                 found.append((node, IMPORTS_KGIT, "kgit"))
+            if "atexit" in names:
+                found.append((node, AT_EXIT, "atexit"))
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 hit = _written(target, node.value, modules)
                 if hit:
                     found.append((node, *hit))
+        elif isinstance(node, ast.Subscript | ast.Attribute) and _reads_sys_modules(node):
+            found.append((node, SYS_MODULES, "sys.modules"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in _DYNAMIC:
                 found.append((node, DYNAMIC_CODE, node.func.id))
@@ -63,6 +72,13 @@ def scan(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
                 if root in modules and not _constant(value):
                     found.append((node, PATCHED_MODULE, _dotted(node.args[0])))
     return found
+
+
+def _reads_sys_modules(node: ast.Subscript | ast.Attribute) -> bool:
+    """`sys.modules[name]`, `sys.modules.get(name)` (a write is found as one)."""
+    if isinstance(node, ast.Subscript):
+        return _dotted(node.value) == "sys.modules" and isinstance(node.ctx, ast.Load)
+    return _dotted(node.value) == "sys.modules" and node.attr in ("get", "values", "items")
 
 
 def _module_names(tree: ast.Module) -> set[str]:

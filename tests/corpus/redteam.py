@@ -166,6 +166,12 @@ ATTEMPTS = [
         Stop(VALIDATE, 0, "tampering: kernel.py:9: another module's attribute replaced"),
     ),
     Attempt(
+        "atexit-double",
+        "the committed kernel registers an exit handler that doubles the CSV's TFLOPS",
+        {"kernel.py": f.ATEXIT_DOUBLE},
+        Stop(VALIDATE, 0, "tampering: kernel.py"),
+    ),
+    Attempt(
         "hidden-slow-clock",
         "the same, through a setattr no scan can read (the builtins module, imported by name)",
         {"kernel.py": f.HIDDEN_SLOW_CLOCK},

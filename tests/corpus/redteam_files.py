@@ -434,3 +434,9 @@ import torch
 def grouped_mm(x, w, sizes):
     return torch.bmm(x.view(len(sizes), -1, x.shape[-1]), w).flatten(0, 1)
 '''
+
+# The same doubling from the committed kernel itself: an exit handler runs after the harness
+# wrote its CSV, in kgit's own work tree too.
+ATEXIT_DOUBLE = kernel(
+    DOUBLE_CSV + "\n\ndef matmul(a, b):\n    return _bands(a, b).clone()  # a little slower\n"
+)

@@ -26,6 +26,13 @@ BASE = "import time\nimport torch\n\n\ndef matmul(a, b):\n    return a @ b\n"
         ("from kgit.measure import timing", tampering.IMPORTS_KGIT, "kgit"),
         ("key = eval('i' + 'd')", tampering.DYNAMIC_CODE, "eval"),
         ("exec('x = 1')", tampering.DYNAMIC_CODE, "exec"),
+        (
+            "import sys\nreport = sys.modules['kgit.measure.report']",
+            tampering.SYS_MODULES,
+            "sys.modules",
+        ),
+        ("import sys\nm = sys.modules.get('time')", tampering.SYS_MODULES, "sys.modules"),
+        ("import atexit", tampering.AT_EXIT, "atexit"),
     ],
 )
 def test_a_change_that_tampers_is_found_at_its_line(added: str, pattern: str, subject: str) -> None:
