@@ -16,6 +16,7 @@ from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo, clean_env
 from kgit.judge.scoring import Score, score
 from kgit.records.notes import RoundNote
+from kgit.records.protocol import changed_since_written, written_digest
 from kgit.records.schema import BenchTable, parse_bench_csv
 
 Say = Callable[[str], None]
@@ -71,10 +72,16 @@ def measure(
 
 
 def read_run(
-    campaign: Campaign, run: HarnessRun, labels: list[str], frozen: tuple[str, ...] | None
+    campaign: Campaign,
+    run: HarnessRun,
+    labels: list[str],
+    frozen: tuple[str, ...] | None,
+    *,
+    digest: bool = True,
 ) -> Measurement:
     """A harness run read under the contract: its exit, the frozen schema, exactly LABELS, and
-    an exit code that agrees with the Check column."""
+    an exit code that agrees with the Check column; with DIGEST, a CSV unchanged since the
+    harness printed its digest (a worker's block reply carries its own, checked by the caller)."""
     tail = run.result.tail
     if run.status == "unavailable":
         raise KgitError(
@@ -86,6 +93,13 @@ def read_run(
         raise HarnessError(
             f"validation ERROR: {run.problem}",
             hint="see the harness output above",
+            details=tail[-4000:],
+        )
+    if digest and changed_since_written(run.csv, written_digest(tail)):
+        raise HarnessError(
+            "validation ERROR: the CSV changed after the harness wrote it (its digest, printed "
+            "when written, no longer matches): something in the harness's process rewrote it",
+            hint="look for code that runs at exit in the change (kgit show N lists findings)",
             details=tail[-4000:],
         )
     try:

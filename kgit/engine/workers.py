@@ -33,6 +33,7 @@ from kgit.records.protocol import (
     HOLD_ENV,
     WORKER_ENV,
     block_request,
+    changed_since_written,
     parse_marker,
 )
 
@@ -208,9 +209,18 @@ class WorkerSide(Side):
                 details=self.process.text()[-4000:],
             )
         csv = csv_path.read_bytes() if csv_path.is_file() else None
+        if csv is not None and changed_since_written(csv, reply.get("sha256")):
+            self.process.kill()
+            raise HarnessError(
+                f"validation ERROR: the {self.name} worker's CSV changed after it was written "
+                "(its digest in the reply no longer matches)",
+                hint="something in the harness's process rewrites its figures",
+                details=self.process.text()[-4000:],
+            )
         result = CommandResult(_exit_code(reply), time.monotonic() - start, self.process.text())
         run = classify_harness(result, csv, BLOCK_TIMEOUT_S)
-        return read_run(self.campaign, run, [s["label"] for s in shapes], self.frozen)
+        labels = [s["label"] for s in shapes]
+        return read_run(self.campaign, run, labels, self.frozen, digest=False)
 
     def _died(self, when: str) -> HarnessError:
         self.process.kill()

@@ -18,6 +18,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -28,6 +29,7 @@ from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
     HOLD_ENV,
     WORKER_ENV,
+    digest_line,
     held_line,
     ready_line,
     reply_line,
@@ -174,6 +176,8 @@ def run_harness(
         rows = _bench_all(bench_one_shape, shapes, settings, columns, block_ms=block_ms)
         _require_own_clocks()
         write_summary_csv(args.summary_csv, columns, rows)
+        # What was written, said at once: a file changed later (an exit handler) is refused.
+        print(digest_line(Path(args.summary_csv).read_bytes()), flush=True)
     except (CannotRun, ShapeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("all_pass: false\ncannot_run: true")
@@ -259,5 +263,6 @@ def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, cod
             return EXIT_CANNOT_RUN
         write_summary_csv(request["summary_csv"], columns, rows)
         failed = any(row["Check"] != PASS for row in rows)
-        print("\n" + reply_line(int(request["id"]), int(failed)), flush=True)
+        written = Path(request["summary_csv"]).read_bytes()
+        print("\n" + reply_line(int(request["id"]), int(failed), csv=written), flush=True)
     return code

@@ -25,7 +25,8 @@ side's work, and the two never time at once.
 
 A `block` request measures the shapes again, each timed over about `block_ms` of device time
 (kernels already compiled, tuned and checked), and writes the same frozen CSV to PATH; the answer
-is one line `kgit-worker-reply: {"id": 3, "exit": 0}`. With `relocate` (optional, false by
+is one line `kgit-worker-reply: {"id": 3, "exit": 0, "sha256": HEX}` (`sha256`, optional: the
+CSV's digest as written). With `relocate` (optional, false by
 default), each shape's measuring units (input pool and graph) are first built again at a new,
 random place in device memory: where a memory-bound kernel's buffers sit moves its time by up to
 ~1% on an H200, and a unit placed anew at each quad makes that a noise both sides share instead
@@ -35,6 +36,7 @@ log. Each marker line starts a line of its own (the worker prints a newline befo
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -47,6 +49,10 @@ HOLD_ENV = "KGIT_WORKER_HOLD"
 HELD = "kgit-worker-held: "
 READY = "kgit-worker-ready: "
 REPLY = "kgit-worker-reply: "
+# A harness built on kgit.measure names the CSV it wrote by its SHA-256, in a plain pass on a
+# line of its own and in a worker's reply ("sha256"): kgit refuses a CSV that changed after it
+# was written (a kernel's exit handler that rewrites the figures).
+DIGEST = "summary_sha256: "
 
 
 def held_line() -> str:
@@ -57,8 +63,30 @@ def ready_line(exit_code: int) -> str:
     return READY + json.dumps({"protocol": PROTOCOL, "exit": exit_code})
 
 
-def reply_line(request_id: int, exit_code: int) -> str:
-    return REPLY + json.dumps({"id": request_id, "exit": exit_code})
+def reply_line(request_id: int, exit_code: int, csv: bytes | None = None) -> str:
+    reply: dict[str, Any] = {"id": request_id, "exit": exit_code}
+    if csv is not None:
+        reply["sha256"] = hashlib.sha256(csv).hexdigest()
+    return REPLY + json.dumps(reply)
+
+
+def digest_line(csv: bytes) -> str:
+    """What a harness built on kgit.measure prints right after writing its CSV (a plain pass)."""
+    return DIGEST + hashlib.sha256(csv).hexdigest()
+
+
+def written_digest(output: str) -> str | None:
+    """The first digest a pass printed (a later line is not the harness's own)."""
+    for line in output.splitlines():
+        if line.startswith(DIGEST):
+            return line[len(DIGEST) :].strip()
+    return None
+
+
+def changed_since_written(csv: bytes, digest: str | None) -> bool:
+    """Whether CSV differs from what the harness said it wrote (no digest: a harness of its own,
+    nothing to compare)."""
+    return digest is not None and hashlib.sha256(csv).hexdigest() != digest
 
 
 def parse_marker(line: str) -> tuple[str, dict[str, Any]] | None:

@@ -172,6 +172,12 @@ ATTEMPTS = [
         Stop(VALIDATE, 0, "tampering: kernel.py"),
     ),
     Attempt(
+        "hidden-atexit-double",
+        "the same exit handler, registered through a name no scan reads",
+        {"kernel.py": f.HIDDEN_ATEXIT_DOUBLE},
+        Stop(VALIDATE, 1, "the CSV changed after the harness wrote it"),
+    ),
+    Attempt(
         "hidden-slow-clock",
         "the same, through a setattr no scan can read (the builtins module, imported by name)",
         {"kernel.py": f.HIDDEN_SLOW_CLOCK},

@@ -440,3 +440,13 @@ def grouped_mm(x, w, sizes):
 ATEXIT_DOUBLE = kernel(
     DOUBLE_CSV + "\n\ndef matmul(a, b):\n    return _bands(a, b).clone()  # a little slower\n"
 )
+
+# ... and through a register fetched by name, which no scan reads: the digest the harness printed
+# when it wrote the CSV no longer matches the file.
+HIDDEN_ATEXIT_DOUBLE = kernel(
+    DOUBLE_CSV.replace("import atexit\n", "import importlib\n").replace(
+        "atexit.register(_double)",
+        'getattr(importlib.import_module("at" + "exit"), "regis" + "ter")(_double)',
+    )
+    + "\n\ndef matmul(a, b):\n    return _bands(a, b).clone()  # a little slower\n"
+)
