@@ -299,10 +299,13 @@ def run_demo(kernel_name: str, where: Path | None, gpu: bool | None) -> Path:
     demo.run("git", "log", "--oneline", "--no-notes", f"kgit/{name}/best")
     demo.kgit("show", "2")
     demo.kgit("status")
+    demo.title("the end: final acceptance from scratch, then the report")
+    demo.kgit("finish")
+    demo.kgit("report", "--format", "html", "--output", "report.html")
     print(
         f"\nDone in {time.monotonic() - demo.started:.0f} s. The campaign is in {root}:\n"
-        f"  cd {root}\n  git log --notes=kgit/{name}/rounds kgit/{name}/best\n"
-        f"  kgit log; kgit show 2"
+        f"  cd {root}\n  git log kgit/{name}/best    (a short summary under each round)\n"
+        f"  kgit log; kgit show 2; open report.html"
     )
     return root
 
