@@ -8,6 +8,7 @@ regression is a real slowdown measured by the harness.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -235,7 +236,7 @@ class Demo:
             "target_op": self.kernel.op,
             "target_backend": "TRITON",
             "target_lang": "triton",
-            "target_gpu": _gpu_name() if self.gpu else "CPU (Triton interpreter)",
+            "target_gpu": (_gpu_name() or "GPU") if self.gpu else "CPU (Triton interpreter)",
             "execution_mode": "repo-mode",
             "primary_metric": self.kernel.metric,
             "kernel_source": [self.kernel.kernel_file],
@@ -254,22 +255,29 @@ class Demo:
         self.run("git", "commit", "-a", "-m", message, expect=expect)
 
 
+# Asked of torch in a child process (the CLI never imports torch): torch.cuda answers on ROCm
+# too, where nvidia-smi does not exist.
+_ASK_TORCH = (
+    "import torch\nprint(torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
+)
+
+
+@functools.cache
 def _gpu_name() -> str:
+    """The first visible GPU's name as torch reports it (CUDA or ROCm); "" when there is none."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
+            [sys.executable, "-c", _ASK_TORCH], capture_output=True, text=True, timeout=120
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return "GPU"
-    return out.strip().splitlines()[0] if out.strip() else "GPU"
+        return ""
+    lines = out.strip().splitlines()
+    return lines[-1].strip() if lines else ""
 
 
 def has_gpu() -> bool:
-    """Whether a CUDA GPU is visible, asked without importing torch into the CLI."""
-    return shutil.which("nvidia-smi") is not None and bool(_gpu_name() != "GPU")
+    """Whether torch sees a GPU (CUDA or ROCm), asked without importing torch into the CLI."""
+    return bool(_gpu_name())
 
 
 def run_demo(kernel_name: str, where: Path | None, gpu: bool | None) -> Path:

@@ -43,3 +43,17 @@ def test_demo_runs_a_whole_campaign_on_cpu(tmp_path: Path, kernel: str) -> None:
         check=True,
     ).stdout
     assert best.splitlines()[0].startswith(f"[optimize] {kernel} TRITON round-2:")
+
+
+def test_the_demo_asks_torch_for_the_gpu_not_nvidia_smi(monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch.cuda answers on ROCm too; the question runs in a child process, so the CLI never
+    # imports torch. Here the child "sees" a GPU, then none.
+    from kgit import demo
+
+    monkeypatch.setattr(demo, "_ASK_TORCH", "print('torch says'); print('AMD Instinct MI300X')")
+    demo._gpu_name.cache_clear()
+    assert demo.has_gpu() and demo._gpu_name() == "AMD Instinct MI300X"
+    monkeypatch.setattr(demo, "_ASK_TORCH", "print('')")
+    demo._gpu_name.cache_clear()
+    assert not demo.has_gpu()
+    demo._gpu_name.cache_clear()
