@@ -24,7 +24,8 @@ from kgit.engine.rounds import (
 from kgit.engine.runner import run_command
 from kgit.engine.setup import environment
 from kgit.engine.trust import require_trusted
-from kgit.engine.validation import Outcome, Target, ran_workers, statistics_dict, validate
+from kgit.engine.validation import validate
+from kgit.engine.validation_target import Outcome, Target, ran_workers, statistics_dict
 from kgit.errors import KgitError
 from kgit.judge.floor import merge_rates
 from kgit.judge.scope import outside_kernel_source
