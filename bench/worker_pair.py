@@ -12,7 +12,7 @@ of each shape's Forward GB/s with a 95% interval over the quads:
   together    A and B started at once.
 
 With --relocate, each side's units are placed anew in device memory once a quad, as kgit's
-validations do (kgit/measure/timing.py): the steady difference should then become noise within
+validations do (kgit/measure/timing_blocks.py): the steady difference should then become noise within
 the interval.
 
 An A/A ratio away from 1 by more than its interval is a difference between the two processes

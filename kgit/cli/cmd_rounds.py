@@ -59,7 +59,7 @@ def round_start(
 @click.pass_obj
 def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
     """Gate, measure and judge the round's last commit; store the verdict in its notes."""
-    from kgit.engine.rounds import validate_round
+    from kgit.engine.round_validate import validate_round
 
     obj.long_step()
     result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
@@ -75,7 +75,7 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
 @click.pass_obj
 def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json: bool) -> None:
     """Fast-forward the best line to the round's commit (only on an accepting verdict)."""
-    from kgit.engine.rounds import accept_round
+    from kgit.engine.round_accept import accept_round
 
     obj.long_step()
     words = {"attribution": attribution or "", "lesson": lesson or ""}
@@ -98,7 +98,7 @@ def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json:
 @click.pass_obj
 def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bool) -> None:
     """Return to the best line; the round's commit and notes stay reachable."""
-    from kgit.engine.rounds import rollback_round
+    from kgit.engine.round_rollback import rollback_round
 
     result = rollback_round(obj.campaign(), reason, obj.say, lesson)
     emit(

@@ -340,7 +340,7 @@ def _delete_branch(campaign: Campaign, finding: Finding, say: Say) -> None:
 
 
 def _complete_interrupted(campaign: Campaign, finding: Finding, say: Say) -> None:
-    from kgit.engine.rounds import complete_interrupted
+    from kgit.engine.round_rollback import complete_interrupted
 
     complete_interrupted(campaign, say)
 

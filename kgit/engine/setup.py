@@ -13,7 +13,7 @@ from kgit.engine.integrity import campaign_floor, impossible, measured_rates
 from kgit.engine.passes import Measurement, require_clean
 from kgit.engine.tips import print_tips
 from kgit.engine.trust import record_trust, require_trusted
-from kgit.engine.validation import Calibrated, baseline_pass
+from kgit.engine.validation_baseline import Calibrated, baseline_pass
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.judge.representative import pick_representative

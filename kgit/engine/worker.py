@@ -28,7 +28,10 @@ from kgit.engine.gate import Say
 from kgit.engine.hypotheses import Hypothesis, Ledger, parse_line, read_queue
 from kgit.engine.parallel import rebase_round
 from kgit.engine.passes import HarnessError
-from kgit.engine.rounds import accept_round, rollback_round, start_round, validate_round
+from kgit.engine.round_accept import accept_round
+from kgit.engine.round_rollback import rollback_round
+from kgit.engine.round_validate import validate_round
+from kgit.engine.rounds import start_round
 from kgit.engine.runner import run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo

@@ -244,12 +244,12 @@ def test_accept_rechecks_rule_11_on_the_commit(
     floored: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A verdict recorded without the check (an older kgit) is not accepted on its word."""
-    import kgit.engine.rounds as rounds
+    import kgit.engine.round_validate as round_validate
 
     repo = floored
     _round(repo, "cache the output", kernel="speed: 150\n", ops=ID_CACHE)
     with monkeypatch.context() as patched:
-        patched.setattr(rounds, "rule11_findings", lambda *_: [])
+        patched.setattr(round_validate, "rule11_findings", lambda *_: [])
         assert run_kgit("round", "validate", "--json").json()["decision"] == "ACCEPTED"  # type: ignore[index]
     refused = run_kgit("round", "accept")
     assert refused.code == 1, refused

@@ -189,7 +189,7 @@ def test_a_block_unit_is_freed_as_soon_as_it_is_dropped() -> None:
     import gc
     import weakref
 
-    from kgit.measure.timing import _cpu_block
+    from kgit.measure.timing_blocks import _cpu_block
 
     timer = _cpu_block(lambda _: None, [torch.zeros(1), torch.zeros(1)])
     timer.time(1.0)

@@ -174,6 +174,6 @@ def test_user_keys_and_custom_metrics_pass() -> None:
 
 def test_the_dtype_names_are_those_the_harness_reads() -> None:
     from kgit.measure.shapes import _DTYPES
-    from kgit.records.manifest import DTYPE_NAMES
+    from kgit.records.manifest_schema import DTYPE_NAMES
 
     assert set(DTYPE_NAMES) == set(_DTYPES)

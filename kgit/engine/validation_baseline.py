@@ -1,0 +1,138 @@
+"""The baseline's pass and, under the interleaved policy, its A/A calibration: the baseline
+measured against itself, sampled as a round is, gives each shape's noise floor.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgit.engine.campaign import Campaign
+from kgit.engine.devicelock import measuring
+from kgit.engine.passes import HarnessError, Measurement, Say, measure
+from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs, side_means
+from kgit.engine.workers import Launch, Side, launch_side, start_side
+from kgit.engine.worktree import measuring_tree
+from kgit.judge.stats import Pair, calibrate_floors, group_biases
+from kgit.records.evidence import Evidence
+
+
+@dataclass
+class Calibrated:
+    """The baseline's first pass, and the A/A floors measured right after it."""
+
+    first: Measurement
+    floors: dict[str, float]
+    statistics: dict[str, Any]
+
+
+def baseline_pass(
+    campaign: Campaign, commit: str, pick: Any, say: Say, *, echo: bool
+) -> Calibrated:
+    """The baseline's full pass (side B, the main work tree); under the interleaved policy, then
+    the A/A calibration of the representative shapes that PICK(first pass) returns (active ones),
+    B against the same commit in kgit's own work tree, sampled as a round is. With measuring
+    workers, the quads are split over `calibration_processes` pairs of processes, each pair after
+    the first started as a validation starts its sides (kgit/judge/stats.py, calibrate_floors)."""
+    manifest = campaign.manifest
+    candidate = measuring_tree(campaign, commit, "candidate", say, echo=echo)
+    if manifest.decision_policy != "interleaved":
+        first = measure(campaign, manifest.target_shapes, None, say, echo=echo, tree=candidate)
+        return Calibrated(first, {}, {})
+    # Both trees are checked out and built before the device is taken (timing only holds it).
+    tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
+    with measuring(campaign.repo, f"campaign {campaign.name}: baseline and calibration", say):
+        return _calibrated(campaign, commit, (tree, candidate), pick, say, echo=echo)
+
+
+def _calibrated(
+    campaign: Campaign, commit: str, trees: tuple[Path, Path], pick: Any, say: Say, *, echo: bool
+) -> Calibrated:
+    manifest = campaign.manifest
+    settings = manifest.interleaved
+    tree, candidate = trees
+    sides: list[Side] = []
+    held: Launch | None = None
+    groups: list[list[Pair]] = []
+    try:
+        b = start_side(campaign, "B", candidate, manifest.target_shapes, None, say, echo=echo)
+        sides.append(b)
+        first = b.first
+        labels = [label for label in pick(first) if label not in first.score.failing]
+        if not labels:
+            return Calibrated(first, {}, {})
+        frozen = tuple(first.table.header)
+        shapes = manifest.shapes_for(labels)
+        workers = b.mode == "worker"
+        block_ms = settings.block_ms if workers else None
+        processes = settings.calibration_processes if workers else 1
+        wanted = settings.calibration_quads if workers else settings.calibration_pairs
+        each = max(3, math.ceil(wanted / processes))
+        say(
+            f"calibration: {each * processes} A/A pairs of the baseline against itself"
+            + (f", over {processes} pairs of processes" if processes > 1 else "")
+        )
+        start = time.monotonic()
+        mode = b.mode
+        for index in range(processes):
+            if index:  # a fresh pair, started as `kgit round validate` starts its sides
+                for side in sides:
+                    side.close()
+                sides.clear()
+                held = launch_side(
+                    campaign, "A", tree, shapes, frozen, echo=echo,
+                    first_block_ms=block_ms, hold=True,
+                )  # fmt: skip
+                b = start_side(
+                    campaign, "B", candidate, shapes, frozen, say, echo=echo,
+                    first_block_ms=block_ms,
+                )  # fmt: skip
+                sides.append(b)
+                require_reference_passes(b.first)
+                launch, held = held, None
+                a = launch.start(say)
+            else:
+                a = start_side(
+                    campaign, "A", tree, shapes, frozen, say, echo=echo, first_block_ms=block_ms
+                )
+            sides.append(a)
+            require_reference_passes(a.first)
+            if a.mode != mode or b.mode != mode:
+                raise HarnessError(
+                    "the harness answered as a measuring worker in one process and not in "
+                    "another: the calibration cannot pair them",
+                    hint="check how the harness reads KGIT_WORKER (kgit/records/protocol.py)",
+                )
+            evidence = Evidence("interleaved", mode, "", commit, labels)
+            sample_pairs(campaign, (a, b), shapes, {}, evidence, say, pairs_wanted=each)
+            groups.append([Pair(p["a"], p["b"]) for p in evidence.pairs])
+        seconds = time.monotonic() - start
+    finally:
+        if held is not None:
+            held.kill()
+        for side in sides:
+            side.close()
+    floors = calibrate_floors(groups, labels, settings.min_effect_pct)
+    pairs = [pair for group in groups for pair in group]
+    statistics: dict[str, Any] = {
+        "policy": "interleaved",
+        "mode": mode,
+        "calibration_pairs": len(pairs),
+        "calibration_processes": len(groups),
+        "noise_floor_pct": {label: round(f * 100, 4) for label, f in floors.items()},
+        "seconds": round(seconds, 1),
+    }
+    if len(groups) > 1:
+        # What each pair of processes drew: the steady A/A difference the floors cover.
+        statistics["process_pair_change_pct"] = {
+            label: [round(v, 3) for v in values]
+            for label, values in group_biases(groups, labels).items()
+        }
+    if mode == "worker":
+        # Rounds of a worker report block figures (no L2 flush, graph replays): their "vs
+        # baseline" compares with the baseline's own blocks, not with its plain pass.
+        statistics["block_values"] = side_means(pairs, labels)[1]
+    return Calibrated(first, floors, statistics)

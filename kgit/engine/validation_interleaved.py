@@ -1,0 +1,217 @@
+"""The interleaved policy (see kgit/engine/validation.py): the reference (A) and the candidate (B)
+measured in alternation, as measuring workers in quads of short blocks or as whole passes, and
+sampled until the verdict is settled.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from kgit.engine.campaign import Campaign
+from kgit.engine.passes import HarnessError, Measurement, Say, check_fingerprint
+from kgit.engine.validation_target import Outcome, Target, evidence_for
+from kgit.engine.workers import Launch, Side, launch_side, start_side
+from kgit.engine.worktree import require_pristine
+from kgit.errors import KgitError
+from kgit.judge.scoring import geomean
+from kgit.judge.stats import Pair, judge_pairs
+from kgit.judge.verdict import Verdict, correctness_verdict, interleaved_verdict
+from kgit.records.evidence import Evidence
+
+
+def floors_for(campaign: Campaign, labels: list[str], versus: str) -> dict[str, float]:
+    floors = campaign.state.noise_floors
+    if not floors:
+        raise KgitError(
+            "no calibrated noise floors for decision_policy: interleaved",
+            hint="the A/A calibration runs at kgit baseline; record a new baseline epoch",
+        )
+    missing = [label for label in labels if label not in floors]
+    if missing and versus == "best":
+        raise KgitError(
+            f"no calibrated noise floor for {', '.join(missing)}",
+            hint="decision_policy: interleaved needs the A/A calibration of `kgit baseline`",
+        )
+    # kgit finish measures every target shape; the calibration ran on the representative ones.
+    widest = max(floors.values())
+    return {label: floors.get(label, widest) for label in labels}
+
+
+def measure_interleaved(
+    campaign: Campaign,
+    target: Target,
+    trees: tuple[Path, Path],
+    prior: Evidence | None,
+    say: Say,
+    *,
+    echo: bool,
+) -> Outcome:
+    """A/B sampling of the reference's and the candidate's TREES; the caller holds the device."""
+    floors = floors_for(campaign, target.labels, target.versus)
+    shapes = campaign.manifest.shapes_for(target.labels)
+    frozen = tuple(campaign.state.frozen_header or ())
+    reference_tree, path = trees
+    require_pristine(reference_tree, "reference")
+    block_ms = campaign.manifest.interleaved.block_ms
+    sides: list[Side] = []
+    start = time.monotonic()
+    evidence: Evidence | None = None
+    held: Launch | None = None
+    try:
+
+        def reference(hold: bool) -> Launch:
+            return launch_side(
+                campaign, "A", reference_tree, shapes, frozen, echo=echo,
+                first_block_ms=block_ms, hold=hold,
+            )  # fmt: skip
+
+        if target.workers:
+            # The reference's process starts now and waits, imported, for the candidate's first
+            # pass to end: its start-up overlaps that pass, and the two never time at once.
+            held = reference(hold=True)
+        # Both sides' first passes in blocks (a worker; a plain harness ignores it): the two
+        # processes then set up alike. On an H200, a candidate whose first pass was a plain one
+        # (pools of up to 30% of the GPU's memory, kept by the caching allocator) read 2% slower
+        # than an identical reference at 32768x8192 RMSNorm, in every validation.
+        b = start_side(
+            campaign,
+            "B",
+            path,
+            shapes,
+            frozen,
+            say,
+            echo=echo,
+            first_block_ms=block_ms,
+        )
+        sides.append(b)
+        check_fingerprint(campaign.state.fingerprint, b.first.fingerprint)
+        if prior is not None and prior.mode != b.mode:
+            prior = None  # the harness changed its way of measuring: a new body of evidence
+        evidence = evidence_for(target, "interleaved", b.mode, prior)
+        outcome = Outcome(Verdict("", "", []), evidence, [b.first])
+        evidence.runs.append(dict(b.first.score.values))
+        if b.first.score.failing:
+            evidence.failed = list(b.first.score.failing)
+            outcome.verdict = correctness_verdict(
+                [f"shape {label}: Check FAIL" for label in b.first.score.failing],
+                target.reference_values,
+            )
+            return outcome
+        require_pristine(reference_tree, "reference")
+        launch, held = held or reference(hold=False), None
+        a = launch.start(say)
+        sides.append(a)
+        outcome.reference_passes.append(a.first)
+        require_reference_passes(a.first)
+        if b.mode == "pass" and a.mode == "pass" and not evidence.pairs:
+            # Two plain passes, B then A: the first pair, already paid for.
+            evidence.pairs.append(
+                {"a": dict(a.first.score.values), "b": dict(b.first.score.values)}
+            )
+        failing = sample_pairs(campaign, (a, b), shapes, floors, evidence, say)
+        require_pristine(reference_tree, "reference")
+        require_pristine(path, "candidate")
+    finally:
+        if held is not None:
+            held.kill()
+        for side in sides:
+            side.close()
+        if evidence is not None:
+            evidence.seconds = round(evidence.seconds + time.monotonic() - start, 3)
+    if failing:
+        evidence.failed = failing
+        outcome.verdict = correctness_verdict(
+            [f"shape {label}: Check FAIL in a block" for label in failing], target.reference_values
+        )
+        return outcome
+    pairs = [Pair(p["a"], p["b"]) for p in evidence.pairs]
+    manifest = campaign.manifest
+    judged = judge_pairs(pairs, target.labels, floors, manifest.interleaved, manifest.thresholds)
+    means_a, means_b = side_means(pairs, target.labels)
+    outcome.judgement = judged
+    outcome.verdict = interleaved_verdict(
+        judged, manifest.thresholds, target.versus, candidate=means_b, reference=means_a
+    )
+    return outcome
+
+
+def require_reference_passes(first: Measurement) -> None:
+    if first.score.failing:
+        raise HarnessError(
+            f"the reference FAILed {', '.join(first.score.failing)} in its own work tree: the "
+            "harness or the machine is not reliable",
+            hint="check the best line's correctness (kgit show), then validate again",
+            details=first.tail[-4000:],
+        )
+
+
+def side_means(pairs: list[Pair], labels: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    def means(side: str) -> dict[str, float]:
+        return {label: geomean(getattr(p, side)[label] for p in pairs) for label in labels}
+
+    return means("a"), means("b")
+
+
+def sample_pairs(
+    campaign: Campaign,
+    sides: tuple[Side, Side],
+    shapes: list[dict[str, Any]],
+    floors: dict[str, float],
+    evidence: Evidence,
+    say: Say,
+    *,
+    pairs_wanted: int | None = None,
+) -> list[str]:
+    """Add pairs to EVIDENCE until the judgement is settled (or PAIRS_WANTED pairs, for the A/A
+    calibration); return the candidate's FAIL labels if a block failed."""
+    manifest = campaign.manifest
+    settings, limits = manifest.interleaved, manifest.thresholds
+    a, b = sides
+    workers = a.mode == b.mode == "worker"
+    fewest, most = (
+        (settings.min_quads, settings.max_quads)
+        if workers
+        else (settings.min_pairs, settings.max_pairs)
+    )
+    evidence.block_ms = settings.block_ms if workers else None
+    groups = [[shape] for shape in shapes] if workers else [shapes]
+    labels = [shape["label"] for shape in shapes]
+    quiet: Say = say if not workers else (lambda _: None)
+    start, new = time.monotonic(), 0
+    while new < (pairs_wanted if pairs_wanted is not None else most):
+        # ABBA cancels a linear drift within a quad; alternating with BAAB cancels what falls on
+        # a quad's first block (the switch from the previous shape).
+        odd = (len(evidence.pairs) + 1) % 2
+        order = ("ABBA" if odd else "BAAB") if workers else ("AB" if odd else "BA")
+        seen: dict[str, dict[str, list[float]]] = {"A": defaultdict(list), "B": defaultdict(list)}
+        for group in groups:
+            for index, name in enumerate(order):
+                side = a if name == "A" else b
+                # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
+                relocate = workers and order.index(name) == index
+                run = side.block(group, settings.block_ms, quiet, relocate=relocate)
+                if run.score.failing:
+                    if side is b:
+                        return list(run.score.failing)
+                    require_reference_passes(run)
+                for label, value in run.score.values.items():
+                    seen[name][label].append(value)
+        pair = {name: {label: geomean(seen[name][label]) for label in labels} for name in "AB"}
+        evidence.pairs.append({"a": pair["A"], "b": pair["B"]})
+        new += 1
+        change = (geomean(pair["B"].values()) / geomean(pair["A"].values()) - 1) * 100
+        limit = pairs_wanted if pairs_wanted is not None else most
+        say(
+            f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}; "
+            f"{new} of at most {limit} now): B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
+        )
+        # A validation adds two pairs at least, pooled or not; then it stops once settled.
+        if pairs_wanted is None and len(evidence.pairs) >= fewest and new >= 2:
+            pairs = [Pair(p["a"], p["b"]) for p in evidence.pairs]
+            judged = judge_pairs(pairs, labels, floors, settings, limits)
+            if judged.settled or time.monotonic() - start >= settings.budget_s:
+                break
+    return []

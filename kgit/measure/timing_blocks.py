@@ -1,0 +1,290 @@
+"""Block mode: a measuring worker's block request, timed on a unit prepared once per call site.
+
+A measuring worker alternates with the other side in blocks of tens of milliseconds, so that the
+chip's clock (it wanders 1425-1965 MHz under a 700 W cap on an H200) moves little within an
+A,B,B,A quad and falls on both sides alike. A block replays a CUDA graph of one call per input
+set of a small pool: no host in the timing (launching a 19 us RMSNorm through autograd costs the
+host ~36 us, and plain launches timed the host), no L2 flush inside (it would outweigh short
+kernels); the pool spans BLOCK_POOL_BYTES so its sets do not all stay in L2. A call that cannot
+be captured falls back to events around plain calls led by a GPU sleep, flagged when the GPU
+caught up with the host.
+
+Where a unit's buffers sit in device memory moves a memory-bound kernel's time: on an H200,
+RMSNorm 32768x8192's forward read up to 0.9% apart between units of one process built at
+different places (bench/coexist_study.py), and two workers, each placed by its own history,
+differed steadily by ~1% in A/A (bench/worker_pair.py). A relocating block builds its unit
+again behind a padding allocation of random size, so that the place is drawn afresh: kgit
+relocates each side once per quad, and placement becomes a noise that the pair statistics see
+and that falls on both sides alike.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import random
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import torch
+
+from kgit.measure.timing_core import (
+    ESTIMATE_MS,
+    LEAD_MARGIN,
+    Timing,
+    _device_of,
+    _gpu_sleep,
+    _pool_size,
+    _warm_up,
+    nbytes,
+)
+
+T = TypeVar("T")
+
+
+# Block mode (a measuring worker's block request): the input pool of a block holds at least
+# this many bytes when memory allows, so that its sets do not all sit in L2 (50 MB on an H200).
+BLOCK_POOL_BYTES = 128 * 1024**2
+BLOCK_POOL_MAX = 32
+# A relocated unit sits behind a padding allocation of up to this many bytes (2 MiB steps), and
+# never more than this share of the free device memory.
+RELOCATION_PAD_MAX = 2 * 1024**3
+RELOCATION_PAD_SHARE = 0.05
+RELOCATE_FROM_DRIVER_ENV = "KGIT_RELOCATE_FROM_DRIVER"
+_placement = random.Random()  # its own: a harness seeding `random` must not fix the places
+
+
+@dataclass
+class _Block:
+    """The block request being served: its length and the shape's label; `ordinal` numbers the
+    time_fn (and `once_per_shape`) calls of the shape, the same sequence on every block."""
+
+    ms: float
+    label: str
+    relocate: bool = False  # build each prepared unit again at a new place first
+    ordinal: int = 0
+
+    def next_key(self) -> tuple[str, int]:
+        self.ordinal += 1
+        return self.label, self.ordinal
+
+
+_block: ContextVar[_Block | None] = ContextVar("kgit_block", default=None)
+# What a worker keeps between blocks, per (shape, call site): prepared timers, checked results.
+_kept: dict[tuple[str, int], Any] = {}
+
+
+@contextmanager
+def block_mode(block_ms: float, label: str, *, relocate: bool = False) -> Iterator[None]:
+    """Within it, each `time_fn` call times one block of about BLOCK_MS on the inputs, warm
+    state and (on CUDA) graph that the same call site prepared on the shape's first block; with
+    RELOCATE, on a unit built again first, at a new place in device memory."""
+    token = _block.set(_Block(block_ms, label, relocate))
+    try:
+        yield
+    finally:
+        _block.reset(token)
+
+
+def once_per_shape(compute: Callable[[], T]) -> T:
+    """COMPUTE's result; in block mode computed on the shape's first block only (a correctness
+    check need not run again on every block of the same kernel in the same process)."""
+    block = _block.get()
+    if block is None:
+        return compute()
+    key = block.next_key()
+    if key not in _kept:
+        _kept[key] = compute()
+    result: T = _kept[key]
+    return result
+
+
+def block_timing(make_inputs: Callable[[], T], fn: Callable[[T], object]) -> Timing | None:
+    """In block mode, one block of `fn` on the unit this call site prepared on the shape's first
+    block (see `time_fn`); None outside block mode."""
+    block = _block.get()
+    if block is None:
+        return None
+    key = block.next_key()
+    if key not in _kept:
+        _kept[key] = _prepare_block(make_inputs, fn, block.ms)
+    elif block.relocate:
+        _kept[key] = _kept[key].relocated()  # the old unit is freed here, at once
+    timer: _BlockTimer = _kept[key]
+    return timer.time(block.ms)
+
+
+@dataclass
+class _BlockTimer:
+    """Times one block: `run(n)` runs n repetitions of the prepared unit, CALLS calls each, and
+    returns their time in ms (with whether the host may have been timed). Nothing in `run`
+    refers back to the timer: a unit replaced by its relocation is freed at once, not later by
+    the garbage collector, in the middle of another unit's graph capture."""
+
+    run: Callable[[int], tuple[float, bool]]
+    calls: int  # calls in one repetition
+    method: str
+    keep: list[Any] = field(default_factory=list)  # the pool and graph stay alive here
+    rebuild: Callable[[_BlockTimer], _BlockTimer] | None = None  # this unit, at a new place
+    unit_ms: float = 1.0  # time of one repetition, as last measured
+    host: bool = False  # whether the last block may have timed the host
+
+    def relocated(self) -> _BlockTimer:
+        """This unit built again at a new place (itself where there is no device memory)."""
+        return self.rebuild(self) if self.rebuild is not None else self
+
+    def time(self, block_ms: float) -> Timing:
+        reps = max(1, round(block_ms / max(self.unit_ms, 1e-4)))
+        return Timing.from_samples([self.measure(reps)], self.method, int(self.host))
+
+    def measure(self, reps: int) -> float:
+        """Time of one call over REPS repetitions; remembers the repetition's time."""
+        elapsed, self.host = self.run(reps)
+        self.unit_ms = elapsed / reps
+        return elapsed / (reps * self.calls)
+
+
+def _prepare_block(
+    make_inputs: Callable[[], T], fn: Callable[[T], object], block_ms: float
+) -> _BlockTimer:
+    warm = make_inputs()
+    device = _device_of(warm)
+    count = max(2, min(BLOCK_POOL_MAX, math.ceil(BLOCK_POOL_BYTES / max(nbytes(warm), 1))))
+    if device.type != "cuda":  # no cache to defeat at the interpreter's speed: two sets
+        return _cpu_block(fn, [warm, make_inputs()])
+    torch.cuda.set_device(device)
+    # Give back what a plain pass's pools left cached, so that each side's block buffers are
+    # allocated from the same state, whatever that process measured before.
+    torch.cuda.empty_cache()
+    _warm_up(fn, warm, min(block_ms, ESTIMATE_MS), torch.cuda.synchronize)
+    count = _pool_size(count, nbytes(warm), device, None)
+    make: Callable[[], _BlockTimer] = lambda: _graph_block(make_inputs, fn, count)  # noqa: E731
+    try:
+        timer = make()
+    except Exception as exc:  # a call that syncs, or allocates outside the graph's pool, say
+        torch.cuda.synchronize()
+        warnings.warn(
+            f"the call could not be captured in a CUDA graph ({type(exc).__name__}: {exc}); "
+            "blocks time plain launches, which can time the host for short kernels",
+            stacklevel=4,  # the caller of time_fn
+        )
+        make = lambda: _events_block(fn, [make_inputs() for _ in range(count)])  # noqa: E731
+        timer = _events_block(fn, [warm, *(make_inputs() for _ in range(count - 1))])
+    return _relocatable(timer, make, device)
+
+
+def _relocatable(
+    timer: _BlockTimer, make: Callable[[], _BlockTimer], device: torch.device
+) -> _BlockTimer:
+    def rebuild(old: _BlockTimer) -> _BlockTimer:
+        # Built while the old unit still holds its memory, behind a pad of random size: the new
+        # buffers cannot land where the old ones were, nor at one fixed offset from them. The
+        # caching allocator serves them from what this process already holds; with
+        # KGIT_RELOCATE_FROM_DRIVER=1 (an experiment: bench/worker_pair.py --from-driver) the old
+        # unit is freed and the cache given back first, so that the new one is fresh device
+        # memory, drawn by both sides' processes in turn.
+        if os.environ.get(RELOCATE_FROM_DRIVER_ENV) == "1":
+            old.keep.clear()
+            old.run = _released  # its closure held the pool and graph too
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+        free, _total = torch.cuda.mem_get_info(device)
+        steps = max(1, min(RELOCATION_PAD_MAX, int(free * RELOCATION_PAD_SHARE)) // (2 * 1024**2))
+        pad = torch.empty(
+            _placement.randrange(steps) * 2 * 1024**2, dtype=torch.uint8, device=device
+        )
+        fresh = make()
+        fresh.keep.append(pad)
+        return _relocatable(fresh, make, device)
+
+    timer.rebuild = rebuild
+    return timer
+
+
+def _released(reps: int) -> tuple[float, bool]:
+    raise RuntimeError("this measuring unit was released when it was relocated")
+
+
+def _cpu_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:
+    def run(reps: int) -> tuple[float, bool]:
+        start = time.perf_counter()
+        for _ in range(reps):
+            for inputs in pool:
+                fn(inputs)
+        return (time.perf_counter() - start) * 1e3, False
+
+    timer = _BlockTimer(run, len(pool), "block-perf_counter", [pool])
+    timer.measure(1)  # the estimate of one repetition
+    return timer
+
+
+def _graph_block(
+    make_inputs: Callable[[], T], fn: Callable[[T], object], count: int
+) -> _BlockTimer:
+    # Inputs are made, and the calls warmed, on the capture stream: a backward runs on the stream
+    # its forward ran on, and must be captured there.
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        pool = [make_inputs() for _ in range(count)]
+        for inputs in pool:
+            fn(inputs)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    # No garbage collection during the capture: freeing device memory or another graph there
+    # (an object that only the collector frees) invalidates it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with torch.cuda.graph(graph, stream=stream):
+            for inputs in pool:
+                fn(inputs)
+    finally:
+        if collecting:
+            gc.enable()
+
+    def run(reps: int) -> tuple[float, bool]:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end), False
+
+    timer = _BlockTimer(run, len(pool), "block-cuda-graph", [pool, graph, stream])
+    timer.measure(1)
+    return timer
+
+
+def _events_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:
+    host_ms = [0.05]  # host time to queue one call, as last measured
+
+    def run(reps: int) -> tuple[float, bool]:
+        calls = reps * len(pool)
+        torch.cuda.synchronize()
+        _gpu_sleep(LEAD_MARGIN * host_ms[0] * calls + 0.05)
+        lead, start = torch.cuda.Event(), torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        lead.record()
+        start.record()
+        queued = time.perf_counter()
+        for _ in range(reps):
+            for inputs in pool:
+                fn(inputs)
+        end.record()
+        host_ms[0] = (time.perf_counter() - queued) * 1e3 / calls
+        caught_up = lead.query()
+        end.synchronize()
+        return start.elapsed_time(end), caught_up
+
+    timer = _BlockTimer(run, len(pool), "block-cuda-events+lead", [pool])
+    timer.measure(1)
+    return timer

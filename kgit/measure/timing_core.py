@@ -1,0 +1,144 @@
+"""What plain timing (kgit/measure/timing.py) and block mode (kgit/measure/timing_blocks.py)
+share: the `Timing` result, an input set's size and device, the input pool's size, the warm-up
+and the GPU sleep that leads a host-bound loop.
+
+The underscored names are the timing modules' own: nothing outside kgit/measure/timing*.py reads
+them.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+# Input pools hold this share of the free device memory at most (and never more than the cap).
+POOL_MEMORY_SHARE = 0.3
+POOL_BYTES_CAP = 32 * 1024**3
+MIN_POOL = 3
+MAX_REPEATS = 2000
+# Calls run this long to estimate the time of one before the input pool is sized.
+ESTIMATE_MS = 20.0
+# torch.cuda._sleep spins for a number of cycles; counted at 2 GHz, at or above the boost clock of
+# current parts, so a lower clock only lengthens the sleep.
+GPU_CYCLES_PER_MS = 2_000_000
+# Calls queued at once with no sync: each is four launches (flush, two events, the kernel), and
+# the driver's launch queue holds on the order of a thousand.
+QUEUED_CALLS = 32
+# A host-bound loop sleeps the GPU this many times the host time it was measured to need.
+LEAD_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call times in milliseconds; `std_ms` is the population standard deviation."""
+
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    samples: tuple[float, ...]
+    method: str
+    # Samples taken while the GPU may have been waiting for the host to queue the call.
+    host_bound_samples: int = 0
+
+    @classmethod
+    def from_samples(cls, samples: list[float], method: str, host_bound_samples: int = 0) -> Timing:
+        if not samples:
+            raise ValueError("a timing needs at least one sample")
+        return cls(
+            median_ms=statistics.median(samples),
+            mean_ms=statistics.fmean(samples),
+            std_ms=statistics.pstdev(samples),
+            samples=tuple(samples),
+            method=method,
+            host_bound_samples=host_bound_samples,
+        )
+
+
+def nbytes(inputs: object) -> int:
+    """Bytes held by the tensors of one input set."""
+    if isinstance(inputs, torch.Tensor):
+        return inputs.numel() * inputs.element_size()
+    if isinstance(inputs, Mapping):
+        return sum(nbytes(v) for v in inputs.values())
+    if isinstance(inputs, (tuple, list)):
+        return sum(nbytes(v) for v in inputs)
+    return 0
+
+
+def _tensors(inputs: object) -> list[torch.Tensor]:
+    if isinstance(inputs, torch.Tensor):
+        return [inputs]
+    if isinstance(inputs, Mapping):
+        return [t for v in inputs.values() for t in _tensors(v)]
+    if isinstance(inputs, (tuple, list)):
+        return [t for v in inputs for t in _tensors(v)]
+    return []
+
+
+def _device_of(inputs: object) -> torch.device:
+    for tensor in _tensors(inputs):
+        if tensor.device.type == "cuda":
+            return tensor.device
+    return torch.device("cpu")
+
+
+def _pool_size(repeats: int, set_bytes: int, device: torch.device, budget: int | None) -> int:
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    if budget is None:
+        if device.type != "cuda":
+            return repeats
+        free, _total = torch.cuda.mem_get_info(device)
+        budget = min(int(free * POOL_MEMORY_SHARE), POOL_BYTES_CAP)
+    fits = budget // max(set_bytes, 1)
+    return max(min(repeats, fits), min(repeats, MIN_POOL))
+
+
+@dataclass(frozen=True)
+class _WarmUp:
+    """From the warm-up's last batch: host time to enqueue one call, and the whole batch's
+    time per call once synchronized (the GPU's time per call when the GPU is the bottleneck)."""
+
+    host_ms: float
+    wall_ms: float
+
+    @property
+    def host_bound(self) -> bool:
+        return self.host_ms >= 0.5 * self.wall_ms
+
+
+def _warm_up(
+    fn: Callable[[T], object], inputs: T, warmup_ms: float, sync: Callable[[], None]
+) -> _WarmUp:
+    # The first call may compile or autotune; the clock only counts once that is over. Batches
+    # double so a 5 us kernel and a 50 ms kernel both reach the target without a sync per call,
+    # up to QUEUED_CALLS: a batch that fills the driver's launch queue blocks the host on the
+    # GPU, and the host would then read as slow as the GPU whatever its own cost.
+    fn(inputs)
+    sync()
+    start = time.perf_counter()
+    batch, host_s, wall_s = 1, 0.0, 0.0
+    while True:
+        batch_start = time.perf_counter()
+        for _ in range(batch):
+            fn(inputs)
+        host_s = time.perf_counter() - batch_start
+        sync()
+        wall_s = time.perf_counter() - batch_start
+        if (time.perf_counter() - start) * 1e3 >= warmup_ms:
+            return _WarmUp(host_s * 1e3 / batch, wall_s * 1e3 / batch)
+        batch = min(batch * 2, QUEUED_CALLS)
+
+
+def _gpu_sleep(ms: float) -> None:
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        sleep(int(ms * GPU_CYCLES_PER_MS))
