@@ -180,9 +180,10 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
 
     \b
     Target, baseline, every round (hypothesis, diffstat, per-shape results with deltas and
-    SNR, verdict), the current best, directions that did not work, the trend table (rule 8)
-    and its monotonicity check (rule 9), best vs baseline per shape, the termination check
-    (rule 10) and a static real-training audit of the best line (rule 11).
+    SNR, verdict), the current best, directions that did not work, the performance trend
+    table and its monotonic-progress check, best vs baseline per shape, the termination check
+    and a static audit of the best line for training shortcuts (docs/rules.md maps each to the
+    campaign method's numbered rules).
     """
     import tempfile
 
@@ -229,7 +230,7 @@ def _link_base(output: Path | None) -> Path:
 @json_option
 @click.pass_obj
 def export_cmd(obj: Ctx, folder: Path, as_json: bool) -> None:
-    """Write the campaign as the seed's campaign folder in FOLDER.
+    """Write the campaign in FOLDER as a campaign folder of the method's original layout.
 
     \b
     manifest.yaml, quick_test_bench.py, logs/optimize.md, logs/performance_trend.md,

@@ -90,7 +90,7 @@ def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json:
 @round.command("rollback")
 @click.option(
     "--reason",
-    help="Why it failed (the root cause): required, as in the seed; kept in the round's "
+    help="Why it failed (the root cause): required, as the campaign method asks; kept in the round's "
     "note and the report. Completing an interrupted rollback keeps the reason it had.",
 )
 @click.option("--lesson", help="What the round taught; kept in its note, shown in the report.")

@@ -156,9 +156,9 @@ def _require_real(campaign: Campaign, number: int, evidence: Evidence, tip: str)
     findings = rule11_findings(campaign.repo, evidence.reference, tip)
     if findings:
         raise KgitError(
-            f"round-{number} adds {len(findings)} shortcut(s) rule 11 forbids (a gain that "
+            f"round-{number} adds {len(findings)} training shortcut(s) or tampering (a gain that "
             "would vanish in a real training step)",
-            hint='kgit round rollback --reason "rule 11" (kgit show lists the findings)',
+            hint='kgit round rollback --reason "training shortcut" (kgit show lists the findings)',
             details="\n".join(f.describe() for f in findings),
         )
 

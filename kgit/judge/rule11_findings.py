@@ -65,7 +65,7 @@ class Finding:
 
     def describe(self) -> str:
         about = f" ({self.subject})" if self.subject else ""
-        rule = "tampering" if self.pattern in tampering.PATTERNS else "rule 11"
+        rule = "tampering" if self.pattern in tampering.PATTERNS else "training shortcut"
         return f"{rule}: {self.where}: {self.pattern}{about}: `{self.text}`"
 
     def to_dict(self) -> dict[str, str | int]:

@@ -235,7 +235,7 @@ def _best_blocks(data: dict[str, Any]) -> list[Block]:
 def trend_blocks(data: dict[str, Any]) -> list[Block]:
     """The trend table and the rule-9 line; DATA needs target.metric, memory_bound, trend, rule9."""
     layout = TrendLayout.for_metric(data["target"]["metric"])
-    blocks: list[Block] = [Heading(2, "Performance trend (rule 8)")]
+    blocks: list[Block] = [Heading(2, "Performance trend")]
     if data["memory_bound"]:
         blocks.append(
             Para(
@@ -322,7 +322,7 @@ def _termination_blocks(data: dict[str, Any]) -> list[Block]:
         )
     it = t["max_iterations"]
     return [
-        Heading(2, "Termination (rule 10)"),
+        Heading(2, "Termination check"),
         Bullets(
             [
                 target_line,
@@ -352,13 +352,13 @@ def _efficiency_line(e: dict[str, Any]) -> str:
 def _applicability_blocks(data: dict[str, Any]) -> list[Block]:
     a = data["applicability"]
     checked = [
-        f"Rule 11 check of the best line's change vs the campaign base (`{a['diff']}`: "
+        f"Training-shortcut check of the best line's change vs the campaign base (`{a['diff']}`: "
         f"{len(a['files'])} file(s), {a['added_lines']} added lines; every round's change is "
         "checked at validate and accept, and a finding rolls it back) for: "
         + ", ".join(a["patterns"]),
         "Not checked: a real training step (none recorded).",
     ]
-    blocks: list[Block] = [Heading(2, "Real-training applicability (rule 11)"), Bullets(checked)]
+    blocks: list[Block] = [Heading(2, "Real-training applicability"), Bullets(checked)]
     if a["findings"]:
         rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in a["findings"]]
         blocks += [

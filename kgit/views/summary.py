@@ -171,7 +171,9 @@ def summary_blocks(data: dict[str, Any], level: int = 1, with_commit: bool = Tru
         blocks.append(Bullets(list(data["reasons"])))
     if data["findings"]:
         rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in data["findings"]]
-        blocks.append(Para("Rule 11 (real-training applicability): what the round added"))
+        blocks.append(
+            Para("Real-training applicability: training shortcuts and tampering the round added")
+        )
         blocks.append(Table(["where", "pattern", "line", "why"], rows))
     said = [
         f"{name}: {data[key]}"

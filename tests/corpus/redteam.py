@@ -97,13 +97,13 @@ ATTEMPTS = [
         "id-cache",
         "output cache keyed on id() of the inputs (+ _version and shape)",
         {"kernel.py": f.ID_CACHE},
-        Stop(VALIDATE, 0, "rule 11"),
+        Stop(VALIDATE, 0, "training shortcut"),
     ),
     Attempt(
         "data-ptr-cache",
         "output cache keyed on data_ptr() (the allocator reuses addresses)",
         {"kernel.py": f.DATA_PTR_CACHE},
-        Stop(VALIDATE, 0, "rule 11"),
+        Stop(VALIDATE, 0, "training shortcut"),
     ),
     Attempt(
         "eval-id-cache",

@@ -221,13 +221,16 @@ def test_an_activation_cache_is_rejected_with_file_and_line(floored: Path) -> No
     data = verdict.json()
     assert isinstance(data, dict)
     assert data["decision"] == "ROLLED BACK" and data["cause"] == "rule-11"
-    assert data["reasons"][0] == "rule 11: ops.py:18: identity-keyed cache (x): `if key in _OUT:`"
+    assert (
+        data["reasons"][0]
+        == "training shortcut: ops.py:18: identity-keyed cache (x): `if key in _OUT:`"
+    )
     assert [f["where"] for f in data["findings"]] == ["ops.py:18"]  # one cache, one finding
     assert data["runs"] is None  # judged before anything was measured
     refused = run_kgit("round", "accept")
     assert refused.code == 1 and "ROLLED BACK" in refused.err
     shown = run_kgit("show", "2")
-    assert "Rule 11 (real-training applicability)" in shown.out
+    assert "Real-training applicability: training shortcuts" in shown.out
     assert "ops.py:18" in shown.out and "identity-keyed cache" in shown.out
     assert run_kgit("round", "rollback", "--reason", "rule 11").code == 0
 
@@ -253,7 +256,7 @@ def test_accept_rechecks_rule_11_on_the_commit(
         assert run_kgit("round", "validate", "--json").json()["decision"] == "ACCEPTED"  # type: ignore[index]
     refused = run_kgit("round", "accept")
     assert refused.code == 1, refused
-    assert "adds 1 shortcut(s) rule 11 forbids" in refused.err and "ops.py:18" in refused.err
+    assert "adds 1 training shortcut(s) or tampering" in refused.err and "ops.py:18" in refused.err
 
 
 def test_the_floor_holds_for_interleaved_workers(kernel_repo: Path) -> None:

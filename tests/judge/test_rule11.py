@@ -502,7 +502,7 @@ def test_findings_name_the_line() -> None:
     (finding,) = scan_text("ops/k.py", textwrap.dedent(source))
     assert finding.where == "ops/k.py:9" and "_CACHE.get(key)" in finding.text
     assert finding.subject == "x"
-    assert finding.describe().startswith("rule 11: ops/k.py:9: identity-keyed cache (x)")
+    assert finding.describe().startswith("training shortcut: ops/k.py:9: identity-keyed cache (x)")
 
 
 def test_only_what_the_change_adds_is_reported() -> None:
