@@ -48,7 +48,6 @@ from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Target, ran_workers, validate
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
-from kgit.gitdoor import Repo
 from kgit.judge.floor import pct_of_peak
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
@@ -338,10 +337,10 @@ def _final_commits(
         if note.status in ACCEPTING and commit != base and repo.is_ancestor(commit, best)
     ]
     messages = repo.commit_messages([c for c, _ in accepted])
-    authors = _authors(repo, [c for c, _ in accepted])
+    authors = repo.commit_authors([c for c, _ in accepted])
     result, previous = [], base
     for commit, note in accepted:
-        subjects = _subjects(repo, previous, commit)
+        subjects = repo.subjects(previous, commit, first_parent=True)[::-1]
         message = _round_message(campaign, note, messages[commit], subjects, commit)
         result.append(
             FinalCommit(
@@ -355,27 +354,6 @@ def _final_commits(
             hint="kgit log shows the lineage; the best line moves only by kgit round accept",
         )
     return result
-
-
-def _subjects(repo: Repo, old: str, new: str) -> list[str]:
-    out = repo.git("log", "--first-parent", "-z", "--format=%s", f"{old}..{new}")
-    return [s.decode(errors="replace") for s in out.split(b"\0") if s][::-1]
-
-
-def _authors(repo: Repo, shas: list[str]) -> dict[str, tuple[str, str, str]]:
-    if not shas:
-        return {}
-    out = repo.git(
-        "log", "--no-walk=unsorted", "--stdin", "-z", "--date=raw",
-        "--format=%H%x01%an%x01%ae%x01%ad",
-        input="".join(f"{sha}\n" for sha in shas).encode(),
-    )  # fmt: skip
-    authors = {}
-    for entry in out.decode(errors="replace").split("\0"):
-        if entry.strip():
-            sha, name, email, date = entry.strip().split("\x01")
-            authors[sha] = (name, email, date)
-    return authors
 
 
 def _round_message(
@@ -419,13 +397,7 @@ def _write_final_branch(campaign: Campaign, commits: list[FinalCommit], best: st
     authors; the committer is kgit, so the branch works in a repository with no identity."""
     repo, tip = campaign.repo, campaign.state.base
     for final in commits:
-        name, email, date = final.author
-        ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date}
-        ident |= {"GIT_COMMITTER_NAME": "kgit", "GIT_COMMITTER_EMAIL": "kgit@localhost"}
-        out = repo.git(
-            "commit-tree", final.tree, "-p", tip, input=final.message.encode(), env_extra=ident
-        )
-        tip = out.decode().strip()
+        tip = repo.commit_tree(final.tree, [tip], final.message, author=final.author)
     if repo.tree_of(tip) != repo.tree_of(best):
         raise KgitError("internal: the final branch's tree differs from the best line's")
     ref = final_branch(campaign)

@@ -13,7 +13,7 @@ class History(GitCore):
     def rev_list(self, tip: str, *, first_parent: bool = False) -> list[str]:
         """The commits reachable from TIP, newest first."""
         args = ["rev-list", *(["--first-parent"] if first_parent else []), tip]
-        return self.text(*args).split()
+        return self.git_text(*args).split()
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return self.succeeds("merge-base", "--is-ancestor", ancestor, descendant)
@@ -22,6 +22,34 @@ class History(GitCore):
         """A best common ancestor of two commits, None when their histories are unrelated."""
         out = self.git("merge-base", first, second, check=False).decode().strip()
         return out or None
+
+    def subjects(self, old: str, new: str, *, first_parent: bool = False) -> list[str]:
+        """The subject line of each commit in OLD..NEW, newest first."""
+        args = ["log", *(["--first-parent"] if first_parent else []), "-z", "--format=%s"]
+        out = self.git(*args, f"{old}..{new}")
+        return [s.decode(errors="replace") for s in out.split(b"\0") if s]
+
+    def commits_touching(self, rev: str, path: str, *, limit: int | None = None) -> list[str]:
+        """The commits reachable from REV that changed PATH, newest first (the LIMIT newest)."""
+        count = [f"-{limit}"] if limit is not None else []
+        return self.git_text("log", *count, "--format=%H", rev, "--", path).split()
+
+    def commit_authors(self, shas: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+        """sha -> (name, email, raw date) of each commit's author, through one `git log
+        --no-walk` process."""
+        if not shas:
+            return {}
+        out = self.git(
+            "log", "--no-walk=unsorted", "--stdin", "-z", "--date=raw",
+            "--format=%H%x01%an%x01%ae%x01%ad",
+            input="".join(f"{sha}\n" for sha in shas).encode(),
+        )  # fmt: skip
+        authors = {}
+        for entry in out.decode(errors="replace").split("\0"):
+            if entry.strip():
+                sha, name, email, date = entry.strip().split("\x01")
+                authors[sha] = (name, email, date)
+        return authors
 
     def changed_paths(self, old: str, new: str) -> list[str]:
         out = self.git("diff", "--name-only", "-z", "--no-renames", old, new)

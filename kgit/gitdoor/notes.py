@@ -60,7 +60,7 @@ class Notes(Refs, Objects):
         """Annotated object sha -> note blob sha, for every note under NOTES_REF."""
         result: dict[str, str] = {}
         # A notes ref that does not exist yet lists nothing (and exits non-zero).
-        for line in self.text("notes", f"--ref={notes_ref}", "list", check=False).splitlines():
+        for line in self.git_text("notes", f"--ref={notes_ref}", "list", check=False).splitlines():
             blob, target = line.split()
             result[target] = blob
         return result

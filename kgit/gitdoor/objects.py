@@ -98,10 +98,10 @@ class Objects(GitCore):
 
     def write_tree(self) -> str:
         """The tree of the index (inside a hook: the snapshot being committed)."""
-        return self.text("write-tree")
+        return self.git_text("write-tree")
 
     def tree_of(self, commit: str) -> str:
-        return self.text("rev-parse", f"{commit}^{{tree}}")
+        return self.git_text("rev-parse", f"{commit}^{{tree}}")
 
     def path_blobs(self, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
         """Blob sha of each path at COMMIT (None when absent)."""
@@ -147,8 +147,20 @@ class Objects(GitCore):
                 hint="command: git update-index -z --index-info",
             )
 
-    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+    def commit_tree(
+        self,
+        tree: str,
+        parents: Sequence[str],
+        message: str,
+        author: tuple[str, str, str] | None = None,
+    ) -> str:
+        """A commit of TREE on PARENTS, committed by kgit; AUTHOR (name, email, date as `git log
+        --date=raw` gives it) keeps a round author's name on a commit kgit rewrites."""
         args = ["commit-tree", tree]
         for parent in parents:
             args += ["-p", parent]
-        return self.git(*args, input=message.encode(), env_extra=KGIT_IDENT).decode().strip()
+        ident = dict(KGIT_IDENT)
+        if author is not None:
+            name, email, date = author
+            ident |= {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date}
+        return self.git(*args, input=message.encode(), env_extra=ident).decode().strip()

@@ -55,6 +55,10 @@ class Refs(GitCore):
                 details=proc.stderr.decode(errors="replace").strip(),
             )
 
+    def is_valid_ref_name(self, ref: str) -> bool:
+        """Whether git accepts REF as the full name of a ref (`check-ref-format`)."""
+        return self.succeeds("check-ref-format", ref)
+
     def refs(self, prefix: str) -> dict[str, str]:
         """All refs under PREFIX, name -> sha."""
         out = self.git("for-each-ref", "--format=%(objectname) %(refname)", prefix)

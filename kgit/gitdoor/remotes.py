@@ -14,7 +14,7 @@ class Remotes(Refs):
     """The repository's remotes."""
 
     def remote_names(self) -> list[str]:
-        return self.text("remote").split()
+        return self.git_text("remote").split()
 
     def upstream_remote(self) -> str | None:
         """The remote of the checked-out branch's upstream (None: no upstream, or a local one)."""

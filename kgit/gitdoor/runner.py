@@ -146,7 +146,7 @@ class GitCore:
             )
         return proc.stdout
 
-    def text(self, *args: str, check: bool = True) -> str:
+    def git_text(self, *args: str, check: bool = True) -> str:
         return self.git(*args, check=check).decode().strip()
 
     def succeeds(self, *args: str) -> bool:
@@ -169,9 +169,15 @@ class GitCore:
         if value not in self.config_get(key):
             self.git("config", "--add", key, value)
 
+    def config_unset_local(self, key: str, value_pattern: str | None = None) -> None:
+        """Remove KEY (only its values matching the regex VALUE_PATTERN, when given) from this
+        repository's config; nothing to remove is not an error."""
+        pattern = [value_pattern] if value_pattern is not None else []
+        self.git("config", "--local", "--unset-all", key, *pattern, check=False)
+
     def hooks_dir(self) -> Path:
         """Where git looks for hooks (honours core.hooksPath)."""
-        return (self.root / self.text("rev-parse", "--git-path", "hooks")).resolve()
+        return (self.root / self.git_text("rev-parse", "--git-path", "hooks")).resolve()
 
     def linked_tree(self) -> str | None:
         """This work tree's name under .git/worktrees/ when it is a linked one (git worktree
