@@ -56,3 +56,29 @@ def test_the_scan_sees_a_function_level_import(tmp_path: Path) -> None:
         "from kgit import progress\ndef f():\n    from kgit.views.report import report_data\n"
     )
     assert imports(module) == {"kgit.progress", "kgit.views.report"}
+
+
+RAW_GIT = ("git", "git_text", "succeeds")  # the door's runners: `repo.git("log", ...)`
+
+
+def raw_git_calls(path: Path) -> list[str]:
+    """`file:line .name(` for each call of a raw git runner in PATH."""
+    return [
+        f"{path.name}:{node.lineno} .{node.func.attr}("
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in RAW_GIT
+    ]
+
+
+def test_all_git_goes_through_the_door() -> None:
+    door = ROOT / "gitdoor"
+    outside = [p for p in ROOT.rglob("*.py") if door not in p.parents]
+    assert [call for path in outside for call in raw_git_calls(path)] == []
+
+
+def test_the_scan_sees_a_raw_git_call(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(repo):\n    return repo.git('ls-files', '-z'), repo.rev_parse('x')\n")
+    assert raw_git_calls(module) == ["m.py:2 .git("]

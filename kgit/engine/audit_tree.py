@@ -58,8 +58,8 @@ def gate_env(tree: Path) -> dict[str, str]:
 def reset(tree: Path) -> None:
     """Back to the commit's files: what a gate run wrote goes, ignored build outputs stay."""
     scratch = open_repo(tree)
-    scratch.git("checkout", "-q", "-f", "--", ".")
-    scratch.git("clean", "-q", "-ffd")
+    scratch.restore_from_index(force=True)
+    scratch.clean(ignored=False)
 
 
 def tree_path(campaign: Campaign) -> Path:

@@ -327,11 +327,11 @@ def _require_never_sealed(repo: Repo, refs: CampaignRefs, record: str) -> None:
     its next write; unless an earlier record commit had notes/: then someone removed them, and
     reading the notes refs instead would believe whatever they now say. One git call, paid only
     by records without notes/."""
-    found = repo.text("log", "-1", "--format=%H", record, "--", NOTES_README)
+    found = repo.commits_touching(record, NOTES_README, limit=1)
     if found:
         raise KgitError(
             f"the campaign record {refs.record} lost the notes kgit kept in it (they are in "
-            f"{found[:10]}, not in {record[:10]}): it was rewritten outside kgit",
+            f"{found[0][:10]}, not in {record[:10]}): it was rewritten outside kgit",
             hint=f"inspect it (git log --stat {refs.record}), then restore it: git update-ref "
             f"{refs.record} <the last commit kgit wrote> {record}",
         )

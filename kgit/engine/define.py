@@ -110,10 +110,6 @@ def default_metric(op: str) -> str:
     return "Combined Step TFLOPS" if any(w in op.lower() for w in compute) else "Forward GB/s"
 
 
-def tracked_files(repo: Repo) -> list[str]:
-    return [p.decode() for p in repo.git("ls-files", "-z").split(b"\0") if p]
-
-
 def guess_kernel_source(files: list[str]) -> str | None:
     kinds = (".py", ".cu", ".cuh", ".hip", ".cpp", ".cc", ".h", ".hpp")
     found = [f for f in files if "kernel" in Path(f).name.lower() and f.endswith(kinds)]
@@ -184,7 +180,7 @@ def load_shapes_file(path: Path) -> list[dict[str, Any]]:
 def ask_missing(data: dict[str, Any], repo: Repo, ask: Ask) -> dict[str, Any]:
     """DATA completed by asking for each absent field, with the defaults kgit can infer."""
     data = dict(data)
-    files = tracked_files(repo)
+    files = repo.tracked_files()
     absent = set(missing_fields(data)) | {f for f in OPTIONAL if f not in data}
 
     def field(name: str, question: str, default: str | None) -> None:

@@ -57,13 +57,13 @@ def delete_campaign(repo: Repo, name: str) -> dict[str, Any]:
                 f"{repo.current_branch()} is checked out with uncommitted changes",
                 hint="commit or discard them (or switch to another branch), then delete again",
             )
-        repo.git("checkout", "-q", "--detach")  # the files stay; HEAD no longer names the branch
+        repo.detach()  # the files stay; HEAD no longer names the branch
     with repo.write_lock():
         repo.delete_refs(refs, f"kgit: campaign {name} deleted")
     trees = _remove_work_trees(repo, name)
     for cache in CACHES:
         (repo.kgit_dir() / "cache" / cache.format(name=name)).unlink(missing_ok=True)
-    repo.git("config", "--local", "--unset-all", config_key(name), check=False)
+    repo.config_unset_local(config_key(name))
     return {
         "campaign": name,
         "deleted_refs": sorted(refs),
@@ -78,7 +78,7 @@ def _remove_work_trees(repo: Repo, name: str) -> list[str]:
         return []
     trees = [str(p) for p in sorted(folder.iterdir()) if (p / ".git").exists()]
     for tree in trees:
-        repo.git("worktree", "remove", "--force", tree, check=False)
+        repo.remove_worktree(tree)
     shutil.rmtree(folder, ignore_errors=True)
-    repo.git("worktree", "prune")
+    repo.prune_worktrees()
     return trees

@@ -13,7 +13,8 @@
    diff may add nothing rule 11 forbids.
 4. A branch `kgit/<campaign>/final` ready to merge or open as a pull request: one commit per
    accepted round (several commits of one round squashed), built with commit-tree from the round
-   commits' trees, each message carrying the round's hypothesis and result (from its note).
+   commits' trees, each message carrying the round's hypothesis and result (from its note)
+   (kgit/engine/final_branch.py).
 5. The final report in notes `refs/notes/kgit/<campaign>/final` on the best line's tip and in the
    campaign record (`final/report.md`, `final/benchmark.csv`); the campaign marked finished.
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
+from kgit.engine.final_branch import FinalCommit, final_branch, final_commits, write_final_branch
 from kgit.engine.gate import Say
 from kgit.engine.integrity import (
     campaign_floor,
@@ -48,7 +50,6 @@ from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Target, ran_workers, validate
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
-from kgit.gitdoor import Repo
 from kgit.judge.floor import pct_of_peak
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
@@ -61,10 +62,6 @@ INDEPENDENT = (
     "finish re-gated and re-measured from scratch: the suite ran now, the harness measured the "
     "baseline commit and the best line now; no verdict, gate result or figure was read from notes"
 )
-
-
-def final_branch(campaign: Campaign) -> str:
-    return f"refs/heads/kgit/{campaign.name}/final"
 
 
 def final_notes(campaign: Campaign) -> str:
@@ -135,7 +132,7 @@ def check_finish(
             + "\n  ".join(check.reasons),
             hint="fix it in a new round (kgit round start), then kgit finish again",
         )
-    commits = _final_commits(campaign, best, rounds)
+    commits = final_commits(campaign, best, rounds)
     data = report_data(campaign, rounds, check, best, commits)
     finished = campaign.reload()  # the report describes the campaign as it will be recorded
     finished.state.finished = True
@@ -150,7 +147,7 @@ def record_finish(finishing: Finishing, report: str) -> dict[str, Any]:
         current = finishing.campaign.reload()
         if current.state.finished or current.best_tip() != best:
             raise KgitError("the campaign changed while kgit finish ran", hint="kgit status")
-        tip = _write_final_branch(current, finishing.commits, best)
+        tip = write_final_branch(current, finishing.commits, best)
         current.state.finished = True
         current.state.finished_at = now()
         current.state.final = {"branch": final_branch(current), "commit": tip, "best": best}
@@ -311,126 +308,6 @@ def _baseline_now(
             details=run.tail[-4000:],
         )
     return dict(run.score.values)
-
-
-# -- 4. the branch to merge ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FinalCommit:
-    """One commit of the final branch: an accepted round, its commits squashed."""
-
-    round: int
-    source: str  # the round's commit on the best line
-    tree: str
-    squashed: int  # how many best-line commits it stands for
-    message: str
-    author: tuple[str, str, str]  # name, email, date (raw) of the round's last commit
-
-
-def _final_commits(
-    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]]
-) -> list[FinalCommit]:
-    repo, base = campaign.repo, campaign.state.base
-    accepted = [
-        (commit, note)
-        for commit, note in rounds
-        if note.status in ACCEPTING and commit != base and repo.is_ancestor(commit, best)
-    ]
-    messages = repo.commit_messages([c for c, _ in accepted])
-    authors = _authors(repo, [c for c, _ in accepted])
-    result, previous = [], base
-    for commit, note in accepted:
-        subjects = _subjects(repo, previous, commit)
-        message = _round_message(campaign, note, messages[commit], subjects, commit)
-        result.append(
-            FinalCommit(
-                note.round, commit, repo.tree_of(commit), len(subjects), message, authors[commit]
-            )
-        )
-        previous = commit
-    if previous != best:
-        raise KgitError(
-            f"the best line's tip {best[:10]} is not an accepted round's commit",
-            hint="kgit log shows the lineage; the best line moves only by kgit round accept",
-        )
-    return result
-
-
-def _subjects(repo: Repo, old: str, new: str) -> list[str]:
-    out = repo.git("log", "--first-parent", "-z", "--format=%s", f"{old}..{new}")
-    return [s.decode(errors="replace") for s in out.split(b"\0") if s][::-1]
-
-
-def _authors(repo: Repo, shas: list[str]) -> dict[str, tuple[str, str, str]]:
-    if not shas:
-        return {}
-    out = repo.git(
-        "log", "--no-walk=unsorted", "--stdin", "-z", "--date=raw",
-        "--format=%H%x01%an%x01%ae%x01%ad",
-        input="".join(f"{sha}\n" for sha in shas).encode(),
-    )  # fmt: skip
-    authors = {}
-    for entry in out.decode(errors="replace").split("\0"):
-        if entry.strip():
-            sha, name, email, date = entry.strip().split("\x01")
-            authors[sha] = (name, email, date)
-    return authors
-
-
-def _round_message(
-    campaign: Campaign, note: RoundNote, original: str, subjects: list[str], commit: str
-) -> str:
-    manifest = campaign.manifest
-    prefix = f"[optimize] {manifest.target_op} {manifest.target_backend} round-{note.round}: "
-    first = original.strip().splitlines()[0] if original.strip() else ""
-    if len(subjects) == 1 and first:
-        subject = first if first.startswith("[optimize]") else prefix + first
-    else:
-        subject = prefix + note.hypothesis
-    body = [f"Hypothesis: {note.hypothesis}", f"Result: {result_line(note)}"]
-    if len(subjects) > 1:
-        body += ["", f"Squashes {len(subjects)} commits:", *(f"  - {s}" for s in subjects)]
-    trailers = [
-        f"Kgit-Campaign: {campaign.name}",
-        f"Kgit-Round: {note.round}",
-        f"Kgit-Round-Commit: {commit}",
-    ]
-    return "\n".join([subject, "", *body, "", *trailers]) + "\n"
-
-
-def result_line(note: RoundNote) -> str:
-    """`ACCEPTED: Forward TFLOPS 110 (+10.000% vs best, +10.000% vs baseline; quick validation)`"""
-    parts = []
-    if note.delta_vs_best_pct is not None:
-        parts.append(f"{note.delta_vs_best_pct:+.3f}% vs best")
-    if note.delta_vs_baseline_pct is not None:
-        parts.append(f"{note.delta_vs_baseline_pct:+.3f}% vs baseline")
-    value = f" {note.aggregate:.4g}" if note.aggregate is not None else ""
-    return (
-        f"{note.status}: {note.metric}{value} ({', '.join(parts)}; {note.level} validation)"
-        if parts
-        else f"{note.status}: {note.metric}{value} ({note.level} validation)"
-    )
-
-
-def _write_final_branch(campaign: Campaign, commits: list[FinalCommit], best: str) -> str:
-    """Commit the final branch (CAS on its ref) and return its tip. Authors are the rounds'
-    authors; the committer is kgit, so the branch works in a repository with no identity."""
-    repo, tip = campaign.repo, campaign.state.base
-    for final in commits:
-        name, email, date = final.author
-        ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date}
-        ident |= {"GIT_COMMITTER_NAME": "kgit", "GIT_COMMITTER_EMAIL": "kgit@localhost"}
-        out = repo.git(
-            "commit-tree", final.tree, "-p", tip, input=final.message.encode(), env_extra=ident
-        )
-        tip = out.decode().strip()
-    if repo.tree_of(tip) != repo.tree_of(best):
-        raise KgitError("internal: the final branch's tree differs from the best line's")
-    ref = final_branch(campaign)
-    repo.update_ref(ref, tip, repo.rev_parse(ref), f"kgit: {campaign.name} final")
-    return tip
 
 
 # -- 5. the report's facts ------------------------------------------------------------------------

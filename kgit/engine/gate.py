@@ -9,9 +9,7 @@ the notes ref passes nothing.
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.runner import CommandResult, run_command
@@ -24,35 +22,6 @@ Say = Callable[[str], None]
 
 def say_stderr(message: str) -> None:
     print(f"kgit: {message}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def staged_snapshot(repo: Repo) -> Iterator[None]:
-    """Set unstaged edits aside so the work tree holds exactly what is being committed.
-
-    The edits are saved as a patch under .git/kgit/patches/ first and re-applied afterwards; if
-    anything kills kgit in between, the patch is still there (nothing is lost).
-    """
-    patch = repo.git("diff", "--binary", "--no-color", "--no-ext-diff")
-    if not patch.strip():
-        yield
-        return
-    folder = repo.kgit_dir() / "patches"
-    folder.mkdir(exist_ok=True)
-    path = folder / f"unstaged-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns()}.patch"
-    path.write_bytes(patch)
-    repo.git("checkout", "--", ".")
-    try:
-        yield
-    finally:
-        if repo.succeeds("apply", "--whitespace=nowarn", str(path)):
-            path.unlink()
-        else:
-            print(
-                f"kgit: could not re-apply your unstaged changes; they are saved in {path}\n"
-                f"hint: git apply {path}",
-                file=sys.stderr,
-            )
 
 
 def run_tests(campaign: Campaign, say: Say, *, echo: bool) -> CommandResult:
@@ -113,7 +82,7 @@ def gate_commit_in_progress(repo: Repo, campaign: Campaign, say: Say) -> int:
     if previous is not None and previous.passed:
         say(f"gate: this snapshot already passed ({previous.at})")
         return 0
-    with staged_snapshot(repo):
+    with repo.staged_snapshot():
         result = run_tests(campaign, say, echo=False)
     record_gate(campaign, tree, result)
     if result.ok:

@@ -69,8 +69,5 @@ def prepare_commit_msg(message_file: str, source: str | None = None) -> int:
     trailers = [f"Kgit-Campaign: {campaign.name}", f"Kgit-Round: {number}"]
     if hypothesis and "Hypothesis:" not in path.read_text():  # never said twice
         trailers.append(f"Kgit-Hypothesis: {hypothesis}")
-    args = ["interpret-trailers", "--in-place", "--if-exists", "doNothing"]
-    for trailer in trailers:
-        args += ["--trailer", trailer]
-    repo.git(*args, message_file)
+    repo.add_trailers(message_file, trailers)
     return 0

@@ -63,12 +63,5 @@ def configure_git(repo: Repo) -> None:
     (the full round notes: `git log --notes=kgit/<campaign>/rounds`)."""
     repo.config_add("notes.rewriteRef", "refs/notes/kgit/*")
     # A kgit before this displayed the whole round notes (~40 lines of YAML a round).
-    repo.git(
-        "config",
-        "--local",
-        "--unset-all",
-        "notes.displayRef",
-        r"^refs/notes/kgit/\*/rounds$",
-        check=False,
-    )
+    repo.config_unset_local("notes.displayRef", r"^refs/notes/kgit/\*/rounds$")
     repo.config_add("notes.displayRef", "refs/notes/kgit/*/log")

@@ -105,7 +105,7 @@ def diverged(
 
 def _written(repo: Repo, base: RecordAt, side: RecordAt) -> str:
     """`3 commits ("round-5: ACCEPTED", ...)`: what SIDE's record wrote since BASE."""
-    subjects = repo.text("log", "--format=%s", f"{base.commit}..{side.commit}").splitlines()
+    subjects = repo.subjects(base.commit, side.commit)
     shown = ", ".join(f'"{s.split(": ", 1)[-1]}"' for s in subjects[:3])
     more = ", ..." if len(subjects) > 3 else ""
     return f"{len(subjects)} commit(s) ({shown}{more})"

@@ -65,8 +65,7 @@ def rebase_round(campaign: Campaign, say: Say) -> str | None:
     if parsed is None or parsed[0] != campaign.name:
         raise KgitError("no round branch of this campaign is checked out here", hint="kgit status")
     number, best = parsed[1], campaign.best_tip()
-    if not repo.succeeds("rebase", "-q", best):
-        repo.succeeds("rebase", "--abort")
+    if not repo.rebase_or_abort(best):
         return f"its change conflicts with the best line at {best[:10]} (another round's accept)"
     with repo.write_lock():
         current = campaign.reload()

@@ -57,7 +57,7 @@ def check_remote(repo: Repo, remote: str) -> str:
             hint=(f"remotes here: {', '.join(names)}; " if names else "")
             + f"git remote add {remote} URL, or name one: kgit pull REMOTE",
         )
-    if not repo.succeeds("check-ref-format", tracking_ref(remote, "refs/kgit/x")):
+    if not repo.is_valid_ref_name(tracking_ref(remote, "refs/kgit/x")):
         raise UsageError(f"remote name {remote!r} cannot name a ref", hint="git remote rename")
     return remote
 

@@ -27,8 +27,7 @@ from kgit.records.manifest import (
 
 def revisions(campaign: Campaign) -> int:
     """How many revisions of the manifest the record holds (1: as `kgit init` wrote it)."""
-    found = campaign.repo.text("log", "--format=%H", campaign.record_sha, "--", MANIFEST_FILE)
-    return len(found.split())
+    return len(campaign.repo.commits_touching(campaign.record_sha, MANIFEST_FILE))
 
 
 def editable_text(campaign: Campaign) -> str:

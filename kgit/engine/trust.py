@@ -86,7 +86,7 @@ def changed_fields(campaign: Campaign, approved: str) -> list[str] | None:
     """The manifest fields that differ from the revision with digest APPROVED in the record's
     history; None when no revision there has it (a manifest approved in another campaign)."""
     repo, record = campaign.repo, campaign.record_sha
-    revisions = repo.text("log", "--format=%H", record, "--", MANIFEST_FILE).split()
+    revisions = repo.commits_touching(record, MANIFEST_FILE)
     found = repo.read_objects([f"{sha}:{MANIFEST_FILE}" for sha in revisions])
     for entry in found:
         if entry and hashlib.sha256(entry[1]).hexdigest() == approved:

@@ -169,7 +169,7 @@ def _apply(tree: Repo, setup: WorkerSetup, item: Hypothesis) -> str | None:
         return f"the change did not apply (`{command}` exited {result.returncode}): " + _last(
             result.tail
         )
-    tree.git("add", "-A")
+    tree.stage_all()
     if not tree.dirty_paths():
         return f"the change changed nothing (`{command}`)"
     return None
@@ -180,12 +180,12 @@ def _commit(tree: Repo, item: Hypothesis, echo: bool) -> str | None:
     result = run_command(f"git commit -q -m {shlex.quote(item.text)}", tree.root, 3600, echo=echo)
     if result.ok:
         return None
-    tree.git("reset", "-q", "--hard")  # the work tree goes back to the round's parent
+    tree.reset_hard()  # the work tree goes back to the round's parent
     return "gate: the commit was blocked: " + _last(result.tail)
 
 
 def _rollback(tree: Repo, setup: WorkerSetup, reason: str, say: Say) -> dict[str, Any]:
-    tree.git("reset", "-q", "--hard")
+    tree.reset_hard()
     done = rollback_round(_load(tree, setup), reason, say)
     return {"status": done["status"], "commit": done["commit"], "reason": reason}
 

@@ -31,12 +31,11 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     if (path / ".git").exists():
         tree = open_repo(path)
         moved = tree.rev_parse("HEAD") != commit
-        tree.git("checkout", "-q", "-f", "--detach", commit)
-        tree.git("clean", "-q", "-ffdx" if moved else "-ffd")
+        tree.force_detach(commit)
+        tree.clean(ignored=moved)
     else:
         folder.mkdir(parents=True, exist_ok=True)
-        repo.git("worktree", "prune")
-        repo.git("worktree", "add", "-q", "-f", "--detach", str(path), commit)
+        repo.add_detached_worktree(path, commit)
     command = campaign.manifest.rebuild_command
     if command and (not marker.exists() or marker.read_text() != commit):
         say(f"rebuild ({side} work tree): `{command}`")

@@ -1,4 +1,4 @@
-"""Killing kgit at a chosen git call: `KGIT_TEST_KILL_AT_GIT_CALL` (read in kgit/gitdoor.py)."""
+"""Killing kgit at a chosen git call: `KGIT_TEST_KILL_AT_GIT_CALL` (read in kgit/gitdoor/runner.py)."""
 
 from __future__ import annotations
 

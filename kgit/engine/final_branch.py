@@ -1,0 +1,105 @@
+"""The branch to merge (`kgit/<campaign>/final`, step 4 of final acceptance): one commit per
+accepted round, its commits squashed, built with commit-tree from the round commits' trees, each
+message carrying the round's hypothesis and result (from its note) and the round's author."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgit.engine.campaign import Campaign
+from kgit.errors import KgitError
+from kgit.records.notes import ACCEPTING, RoundNote
+
+
+def final_branch(campaign: Campaign) -> str:
+    return f"refs/heads/kgit/{campaign.name}/final"
+
+
+@dataclass(frozen=True)
+class FinalCommit:
+    """One commit of the final branch: an accepted round, its commits squashed."""
+
+    round: int
+    source: str  # the round's commit on the best line
+    tree: str
+    squashed: int  # how many best-line commits it stands for
+    message: str
+    author: tuple[str, str, str]  # name, email, date (raw) of the round's last commit
+
+
+def final_commits(
+    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]]
+) -> list[FinalCommit]:
+    repo, base = campaign.repo, campaign.state.base
+    accepted = [
+        (commit, note)
+        for commit, note in rounds
+        if note.status in ACCEPTING and commit != base and repo.is_ancestor(commit, best)
+    ]
+    messages = repo.commit_messages([c for c, _ in accepted])
+    authors = repo.commit_authors([c for c, _ in accepted])
+    result, previous = [], base
+    for commit, note in accepted:
+        subjects = repo.subjects(previous, commit, first_parent=True)[::-1]
+        message = _round_message(campaign, note, messages[commit], subjects, commit)
+        result.append(
+            FinalCommit(
+                note.round, commit, repo.tree_of(commit), len(subjects), message, authors[commit]
+            )
+        )
+        previous = commit
+    if previous != best:
+        raise KgitError(
+            f"the best line's tip {best[:10]} is not an accepted round's commit",
+            hint="kgit log shows the lineage; the best line moves only by kgit round accept",
+        )
+    return result
+
+
+def _round_message(
+    campaign: Campaign, note: RoundNote, original: str, subjects: list[str], commit: str
+) -> str:
+    manifest = campaign.manifest
+    prefix = f"[optimize] {manifest.target_op} {manifest.target_backend} round-{note.round}: "
+    first = original.strip().splitlines()[0] if original.strip() else ""
+    if len(subjects) == 1 and first:
+        subject = first if first.startswith("[optimize]") else prefix + first
+    else:
+        subject = prefix + note.hypothesis
+    body = [f"Hypothesis: {note.hypothesis}", f"Result: {result_line(note)}"]
+    if len(subjects) > 1:
+        body += ["", f"Squashes {len(subjects)} commits:", *(f"  - {s}" for s in subjects)]
+    trailers = [
+        f"Kgit-Campaign: {campaign.name}",
+        f"Kgit-Round: {note.round}",
+        f"Kgit-Round-Commit: {commit}",
+    ]
+    return "\n".join([subject, "", *body, "", *trailers]) + "\n"
+
+
+def result_line(note: RoundNote) -> str:
+    """`ACCEPTED: Forward TFLOPS 110 (+10.000% vs best, +10.000% vs baseline; quick validation)`"""
+    parts = []
+    if note.delta_vs_best_pct is not None:
+        parts.append(f"{note.delta_vs_best_pct:+.3f}% vs best")
+    if note.delta_vs_baseline_pct is not None:
+        parts.append(f"{note.delta_vs_baseline_pct:+.3f}% vs baseline")
+    value = f" {note.aggregate:.4g}" if note.aggregate is not None else ""
+    return (
+        f"{note.status}: {note.metric}{value} ({', '.join(parts)}; {note.level} validation)"
+        if parts
+        else f"{note.status}: {note.metric}{value} ({note.level} validation)"
+    )
+
+
+def write_final_branch(campaign: Campaign, commits: list[FinalCommit], best: str) -> str:
+    """Commit the final branch (CAS on its ref) and return its tip. Authors are the rounds'
+    authors; the committer is kgit, so the branch works in a repository with no identity."""
+    repo, tip = campaign.repo, campaign.state.base
+    for final in commits:
+        tip = repo.commit_tree(final.tree, [tip], final.message, author=final.author)
+    if repo.tree_of(tip) != repo.tree_of(best):
+        raise KgitError("internal: the final branch's tree differs from the best line's")
+    ref = final_branch(campaign)
+    repo.update_ref(ref, tip, repo.rev_parse(ref), f"kgit: {campaign.name} final")
+    return tip

@@ -1,0 +1,80 @@
+"""Refs: resolve, list, and move them by compare-and-swap, alone or in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kgit.errors import KgitError
+from kgit.gitdoor.runner import ZERO_SHA, GitCore
+
+
+class Refs(GitCore):
+    """Refs by name, moved only by compare-and-swap."""
+
+    def rev_parse(self, rev: str) -> str | None:
+        """The full sha of REV, or None when it does not resolve."""
+        out = self.git("rev-parse", "-q", "--verify", f"{rev}^{{object}}", check=False)
+        sha = out.decode().strip()
+        return sha or None
+
+    def update_ref(self, ref: str, new: str, old: str | None, message: str = "kgit") -> None:
+        """Compare-and-swap: move REF to NEW only if it still points at OLD (None: must not exist)."""
+        expected = old if old is not None else ZERO_SHA
+        proc = self._run(["update-ref", "-m", message, ref, new, expected])
+        if proc.returncode != 0:
+            raise KgitError(
+                f"{ref} moved while kgit was updating it",
+                hint="another kgit or git process changed it; run the command again",
+                details=proc.stderr.decode(errors="replace").strip(),
+            )
+
+    def update_refs(self, moves: Sequence[tuple[str, str, str | None]], message: str) -> None:
+        """Compare-and-swap of several refs in one transaction: each (REF, NEW, OLD) moves only
+        if every REF still points at its OLD (None: must not exist), else none moves. One git
+        process, so a kill leaves all of them moved or none."""
+        lines = "".join(f"update {ref} {new} {old or ZERO_SHA}\n" for ref, new, old in moves)
+        proc = self._run(["update-ref", "-m", message, "--stdin"], lines.encode())
+        if proc.returncode != 0:
+            raise KgitError(
+                f"{', '.join(ref for ref, _, _ in moves)} moved while kgit was updating them",
+                hint="another kgit or git process changed them; run the command again",
+                details=proc.stderr.decode(errors="replace").strip(),
+            )
+
+    def delete_ref(self, ref: str, old: str) -> None:
+        self.git("update-ref", "-d", ref, old)
+
+    def delete_refs(self, refs: Mapping[str, str], message: str) -> None:
+        """Delete every REF that still points at its sha, in one transaction (all or none)."""
+        lines = "".join(f"delete {ref} {sha}\n" for ref, sha in refs.items())
+        proc = self._run(["update-ref", "-m", message, "--stdin"], lines.encode())
+        if proc.returncode != 0:
+            raise KgitError(
+                "refs moved while kgit was deleting them",
+                hint="another kgit or git process changed them; run the command again",
+                details=proc.stderr.decode(errors="replace").strip(),
+            )
+
+    def is_valid_ref_name(self, ref: str) -> bool:
+        """Whether git accepts REF as the full name of a ref (`check-ref-format`)."""
+        return self.succeeds("check-ref-format", ref)
+
+    def refs(self, prefix: str) -> dict[str, str]:
+        """All refs under PREFIX, name -> sha."""
+        out = self.git("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+        result: dict[str, str] = {}
+        for line in out.decode().splitlines():
+            sha, name = line.split(" ", 1)
+            result[name] = sha
+        return result
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch as a full ref, or None on a detached HEAD."""
+        out = self.git("symbolic-ref", "-q", "HEAD", check=False).decode().strip()
+        return out or None
+
+    def checked_out_branches(self) -> set[str]:
+        """The branches (full refs) checked out in any work tree of the repository."""
+        out = self.git("worktree", "list", "--porcelain", "-z")
+        fields = out.decode(errors="replace").split("\0")
+        return {f.removeprefix("branch ") for f in fields if f.startswith("branch ")}

@@ -1,0 +1,35 @@
+"""A repository: every subject of the door on one object, and how to open one."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgit.errors import KgitError
+from kgit.gitdoor.history import History
+from kgit.gitdoor.notes import Notes
+from kgit.gitdoor.remotes import Remotes
+from kgit.gitdoor.runner import clean_env, spawn
+from kgit.gitdoor.worktree import WorkTree
+
+
+@dataclass(frozen=True)
+class Repo(Notes, Remotes, History, WorkTree):
+    """A work tree of a git repository. `index_file` is set only inside a commit hook."""
+
+
+def open_repo(start: Path | None = None, *, index_file: str | None = None) -> Repo:
+    """The repository containing START (default: the current directory)."""
+    cwd = (start or Path.cwd()).resolve()
+    cmd = ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
+    proc = spawn(cmd, cwd, None, clean_env())
+    if proc.returncode != 0:
+        raise KgitError(
+            f"{cwd} is not inside a git work tree",
+            hint="run kgit from the kernel repository (git init first if it has none)",
+        )
+    top, git_dir, common = proc.stdout.decode().splitlines()[:3]
+    # --git-common-dir is relative to the current directory, not to the top of the work tree.
+    common_path = Path(common) if os.path.isabs(common) else cwd / common
+    return Repo(Path(top), Path(git_dir), common_path.resolve(), index_file)

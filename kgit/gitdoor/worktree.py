@@ -1,0 +1,137 @@
+"""The work tree: its state, checkouts, linked work trees, and the staged snapshot a commit
+hook tests."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from kgit.gitdoor.runner import GitCore
+
+
+class WorkTree(GitCore):
+    """The work tree and the linked work trees."""
+
+    def dirty_paths(self) -> list[str]:
+        """Tracked files with staged or unstaged changes (untracked files are the user's)."""
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=no")
+        paths = []
+        for entry in out.split(b"\0"):
+            if len(entry) > 3:
+                paths.append(entry[3:].decode())
+        return paths
+
+    def unclean_paths(self) -> list[str]:
+        """Tracked files that differ from HEAD, and untracked files git does not ignore."""
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        return [entry[3:].decode() for entry in out.split(b"\0") if len(entry) > 3]
+
+    def switch(self, branch_ref: str) -> None:
+        """Check out a local branch (full ref) in this work tree."""
+        self.git("checkout", "-q", branch_ref.removeprefix("refs/heads/"))
+
+    def detach(self, commit: str | None = None) -> None:
+        """Check out COMMIT (default: HEAD's, the files staying as they are) without a branch in
+        this work tree."""
+        self.git("checkout", "-q", "--detach", *([commit] if commit is not None else []))
+
+    def force_detach(self, commit: str) -> None:
+        """Check out COMMIT without a branch, overwriting any change to its tracked files."""
+        self.git("checkout", "-q", "-f", "--detach", commit)
+
+    def restore_from_index(self, *, force: bool = False) -> None:
+        """Put the index's version of every tracked file back in the work tree; FORCE also
+        overwrites what git would refuse to (unmerged paths)."""
+        self.git("checkout", *(["-q", "-f"] if force else []), "--", ".")
+
+    def clean(self, *, ignored: bool) -> None:
+        """Remove the untracked files (and the ignored ones, build outputs, when IGNORED)."""
+        self.git("clean", "-q", "-ffdx" if ignored else "-ffd")
+
+    def stage_all(self) -> None:
+        """Stage every change of the work tree, new and removed files included."""
+        self.git("add", "-A")
+
+    def reset_hard(self) -> None:
+        """Back to HEAD: the index and the tracked files lose every change."""
+        self.git("reset", "-q", "--hard")
+
+    def tracked_files(self) -> list[str]:
+        return [p.decode() for p in self.git("ls-files", "-z").split(b"\0") if p]
+
+    def rebase_or_abort(self, onto: str) -> bool:
+        """Rebase the checked-out branch onto ONTO; on a conflict, abort (nothing moves) and
+        return False."""
+        if self.succeeds("rebase", "-q", onto):
+            return True
+        self.succeeds("rebase", "--abort")
+        return False
+
+    def add_trailers(self, message_file: str, trailers: Sequence[str]) -> None:
+        """Append TRAILERS (`Key: value`) to the commit message in MESSAGE_FILE, each one only
+        if the message has no trailer of that key yet."""
+        args = ["interpret-trailers", "--in-place", "--if-exists", "doNothing"]
+        for trailer in trailers:
+            args += ["--trailer", trailer]
+        self.git(*args, message_file)
+
+    # -- linked work trees -----------------------------------------------------------------------
+
+    def prune_worktrees(self) -> None:
+        """Forget the linked work trees whose folders are gone."""
+        self.git("worktree", "prune")
+
+    def add_worktree(self, path: Path, branch_ref: str) -> None:
+        """A new linked work tree at PATH with the local branch BRANCH_REF checked out."""
+        self.prune_worktrees()
+        self.git("worktree", "add", "-q", str(path), branch_ref.removeprefix("refs/heads/"))
+
+    def add_detached_worktree(self, path: Path, commit: str) -> None:
+        """A new linked work tree at PATH holding COMMIT without a branch (PATH may be a folder
+        git still lists, e.g. one removed by hand)."""
+        self.prune_worktrees()
+        self.git("worktree", "add", "-q", "-f", "--detach", str(path), commit)
+
+    def remove_worktree(self, path: str) -> None:
+        """Remove the linked work tree at PATH, its changes with it; one already gone is not an
+        error."""
+        self.git("worktree", "remove", "--force", path, check=False)
+
+    # -- the staged snapshot ---------------------------------------------------------------------
+
+    @contextmanager
+    def staged_snapshot(self) -> Iterator[None]:
+        """Set unstaged edits aside so the work tree holds exactly what is being committed.
+
+        The edits are saved as a patch under .git/kgit/patches/ first and re-applied afterwards;
+        if anything kills kgit in between, the patch is still there (nothing is lost).
+        """
+        patch = self.git("diff", "--binary", "--no-color", "--no-ext-diff")
+        if not patch.strip():
+            yield
+            return
+        folder = self.kgit_dir() / "patches"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"unstaged-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns()}.patch"
+        path.write_bytes(patch)
+        self.restore_from_index()
+        try:
+            yield
+        finally:
+            if self.succeeds("apply", "--whitespace=nowarn", str(path)):
+                path.unlink()
+            else:
+                print(
+                    f"kgit: could not re-apply your unstaged changes; they are saved in {path}\n"
+                    f"hint: git apply {path}",
+                    file=sys.stderr,
+                )
+
+    def move_work_tree(self, old: str, new: str) -> None:
+        """Bring this work tree's index and files from commit OLD to commit NEW (its branch ref
+        was just moved from OLD to NEW): a two-tree `read-tree -m -u`, which refuses to overwrite
+        local changes."""
+        self.git("read-tree", "-m", "-u", old, new)

@@ -1,0 +1,92 @@
+"""The door's typed functions on real repositories: what each returns, and what it leaves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgit.gitdoor import Repo, open_repo
+from tests.conftest import git
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    for name in ("one", "two", "three"):
+        (root / "file.txt").write_text(f"{name}\n")
+        (root / f"{name}.txt").write_text(name)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", f"commit {name}")
+    return open_repo(root)
+
+
+def test_a_repository_is_a_value(repo: Repo) -> None:
+    again = open_repo(repo.root / ".")
+    assert again == repo and {again, repo} == {repo}
+
+
+def test_subjects_newest_first_and_first_parent_skips_a_merged_side(repo: Repo) -> None:
+    first = repo.rev_list("HEAD")[-1]
+    assert repo.subjects(first, "HEAD") == ["commit three", "commit two"]
+    git(repo.root, "checkout", "-q", "-b", "side")
+    (repo.root / "side.txt").write_text("side")
+    git(repo.root, "add", "side.txt")
+    git(repo.root, "commit", "-q", "-m", "on the side")
+    git(repo.root, "checkout", "-q", "main")
+    git(repo.root, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    assert repo.subjects("HEAD^", "HEAD", first_parent=True) == ["merge side"]
+    assert repo.subjects("HEAD^", "HEAD") == ["merge side", "on the side"]
+
+
+def test_commits_touching_a_path(repo: Repo) -> None:
+    history = repo.rev_list("HEAD")
+    assert repo.commits_touching("HEAD", "file.txt") == history
+    assert repo.commits_touching("HEAD", "two.txt") == [history[1]]
+    assert repo.commits_touching("HEAD", "file.txt", limit=1) == [history[0]]
+    assert repo.commits_touching("HEAD", "absent.txt") == []
+
+
+def test_a_commit_keeps_its_author_and_kgit_commits_it(repo: Repo) -> None:
+    head = repo.rev_parse("HEAD")
+    assert head is not None
+    author = repo.commit_authors([head])[head]
+    assert author == tuple(
+        git(repo.root, "log", "-1", "--date=raw", "--format=%an%n%ae%n%ad").split("\n")
+    )
+    made = repo.commit_tree(repo.tree_of(head), [head], "again\n", author=author)
+    assert repo.commit_authors([made]) == {made: author}
+    assert git(repo.root, "log", "-1", "--format=%cn <%ce>", made) == "kgit <kgit@localhost>"
+    plain = repo.commit_tree(repo.tree_of(head), [head], "kgit's own\n")
+    assert repo.commit_authors([plain])[plain][:2] == ("kgit", "kgit@localhost")
+
+
+def test_unset_a_config_value_by_pattern(repo: Repo) -> None:
+    for value in ("refs/notes/a/rounds", "refs/notes/a/log"):
+        repo.config_add("notes.displayRef", value)
+    repo.config_unset_local("notes.displayRef", r"/rounds$")
+    assert repo.config_get("notes.displayRef") == ["refs/notes/a/log"]
+    repo.config_unset_local("notes.displayRef")
+    repo.config_unset_local("notes.displayRef")  # nothing left: not an error
+    assert repo.config_get("notes.displayRef") == []
+
+
+def test_a_conflicting_rebase_is_aborted(repo: Repo) -> None:
+    git(repo.root, "checkout", "-q", "-b", "round", "HEAD^")
+    (repo.root / "file.txt").write_text("the round's\n")
+    git(repo.root, "commit", "-q", "-am", "round change")
+    before = repo.rev_parse("HEAD")
+    assert repo.rebase_or_abort("main") is False
+    assert repo.rev_parse("HEAD") == before
+    assert repo.current_branch() == "refs/heads/round"
+    assert repo.unclean_paths() == []
+    git(repo.root, "reset", "-q", "--hard", "main~2")
+    assert repo.rebase_or_abort("main") is True
+    assert repo.rev_parse("HEAD") == repo.rev_parse("main")
+
+
+def test_ref_names(repo: Repo) -> None:
+    assert repo.is_valid_ref_name("refs/remotes/origin/kgit/x")
+    assert not repo.is_valid_ref_name("refs/remotes/or..igin/kgit/x")
