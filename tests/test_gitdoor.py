@@ -90,3 +90,40 @@ def test_a_conflicting_rebase_is_aborted(repo: Repo) -> None:
 def test_ref_names(repo: Repo) -> None:
     assert repo.is_valid_ref_name("refs/remotes/origin/kgit/x")
     assert not repo.is_valid_ref_name("refs/remotes/or..igin/kgit/x")
+
+
+def test_a_waiter_for_the_write_lock_says_who_holds_it_and_gives_up(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from kgit.errors import KgitError
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom pathlib import Path\nfrom kgit.gitdoor import open_repo\n"
+            "with open_repo(Path(sys.argv[1])).write_lock():\n"
+            "    print('held', flush=True)\n    time.sleep(60)\n",
+            str(repo.root),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("KGIT_LOCK_TIMEOUT_S", "1.5")
+        start = time.monotonic()
+        with pytest.raises(KgitError) as refused, repo.write_lock():
+            pass
+        assert 1.4 < time.monotonic() - start < 10
+        assert f"by pid {holder.pid} (kgit " in refused.value.message
+        assert "waiting for this repository's write lock" in capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
+    with repo.write_lock():  # the holder's death freed it
+        pass

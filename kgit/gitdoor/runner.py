@@ -5,16 +5,19 @@ the repository's paths, its config, kgit's scratch space and its write lock."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from kgit.errors import GitError
+from kgit.errors import GitError, KgitError
 
 ZERO_SHA = "0" * 40
 
@@ -192,10 +195,67 @@ class GitCore:
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:
-        """Serialize kgit's writes across processes and work trees of this repository."""
-        with open(self.kgit_dir() / "lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        """Serialize kgit's writes across processes and work trees of this repository. The
+        holder is written into the lock file; a waiter says once whom it waits for, and gives
+        up after KGIT_LOCK_TIMEOUT_S (the kernel frees the lock when its holder dies)."""
+        path = self.kgit_dir() / "lock"
+        with open(path, "a+") as handle:
+            _wait_for_lock(handle, path)
+            handle.truncate(0)
+            holder = {"pid": os.getpid(), "command": shlex.join(sys.argv[1:])[:200]}
+            handle.write(json.dumps({**holder, "since": time.strftime("%H:%M:%S")}))
+            handle.flush()
             try:
                 yield
             finally:
+                handle.truncate(0)
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+LOCK_TIMEOUT_ENV = "KGIT_LOCK_TIMEOUT_S"
+LOCK_TIMEOUT_S = 300.0  # writes under the lock take milliseconds; a holder this long is stuck
+LOCK_SAY_AFTER_S = 1.0
+
+
+def _wait_for_lock(handle: IO[str], path: Path) -> None:
+    raw = os.environ.get(LOCK_TIMEOUT_ENV, "")
+    try:
+        limit = float(raw) if raw else LOCK_TIMEOUT_S
+    except ValueError:
+        raise KgitError(
+            f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds",
+            hint=f"e.g. {LOCK_TIMEOUT_ENV}=600",
+        ) from None
+    start, told = time.monotonic(), False
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            waited = time.monotonic() - start
+            if waited >= limit:
+                raise KgitError(
+                    f"this repository's write lock has been held for {waited:.0f} s by "
+                    f"{_lock_holder(path)}",
+                    hint="let that command end (a stopped one: `kill -CONT <pid>`, or end it: "
+                    f"the lock is freed with its process), or wait longer ({LOCK_TIMEOUT_ENV}"
+                    "=SECONDS)",
+                ) from None
+            if not told and waited >= LOCK_SAY_AFTER_S:
+                print(
+                    f"kgit: waiting for this repository's write lock, held by {_lock_holder(path)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                told = True
+            time.sleep(0.05)
+
+
+def _lock_holder(path: Path) -> str:
+    try:
+        found = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        found = {}
+    if not isinstance(found, dict) or "pid" not in found:
+        return "another kgit process"
+    return f"pid {found['pid']} (kgit {found.get('command', '')}, since {found.get('since', '?')})"
