@@ -80,8 +80,9 @@ def record_note(repo: Path, kind: str, target: str, data: bytes | None, name: st
     (DATA None: remove it). kgit reads its notes from the record, so a hand edit of the notes
     ref no longer makes the states some tests need (a verdict written again, a gate never run):
     this does."""
-    from kgit.engine.campaign import NOTES_DIR, Campaign
+    from kgit.engine.campaign import Campaign
     from kgit.gitdoor import open_repo
+    from kgit.records.names import NOTES_DIR
 
     kgit_repo, sha = open_repo(repo), git(repo, "rev-parse", target)
     with kgit_repo.write_lock():

@@ -23,18 +23,17 @@ from kgit.gitdoor import Repo
 from kgit.records.lognote import log_summary
 from kgit.records.manifest import Manifest, manifest_from_stored
 from kgit.records.names import (
+    MANIFEST_FILE,
     NOTE_KINDS,
+    NOTES_DIR,
+    NOTES_README,
+    STATE_FILE,
     CampaignRefs,
     campaign_of_branch,
     validate_campaign_name,
 )
 from kgit.records.notes import BASELINE, NOTE_VERSION, CampaignState, GateNote, RoundNote
 
-MANIFEST_FILE = "manifest.yaml"
-STATE_FILE = "state.json"
-HARNESS_DIR = "harness"  # copies of protected_paths as frozen at baseline
-NOTES_DIR = "notes"  # notes/<kind>/<target>: every note kgit wrote, the blob it attached
-NOTES_README = f"{NOTES_DIR}/README"  # also marks a record that holds its notes
 _NOTES_README_TEXT = b"""\
 Every note kgit wrote for this campaign, as it wrote it: notes/<kind>/<target> is the blob kgit
 attached to <target> in refs/notes/kgit/<campaign>/<kind>. kgit reads its notes from here; the

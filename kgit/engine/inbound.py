@@ -5,11 +5,11 @@ round accepted. kgit/engine/pull.py calls these before it moves anything."""
 
 from __future__ import annotations
 
-from kgit.engine.campaign import HARNESS_DIR, MANIFEST_FILE
 from kgit.engine.remote import SALVAGE, RecordAt, Sides
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import REVISABLE_AFTER_BASELINE, differing_fields, manifest_from_stored
+from kgit.records.names import HARNESS_DIR, MANIFEST_FILE
 from kgit.records.notes import (
     ACCEPTING,
     BASELINE,

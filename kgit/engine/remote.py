@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgit.engine.campaign import NOTES_DIR, NOTES_README, STATE_FILE
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
-from kgit.records.names import CampaignRefs, parse_round_branch
+from kgit.records.names import NOTES_DIR, NOTES_README, STATE_FILE, CampaignRefs, parse_round_branch
 from kgit.records.notes import CampaignState
 from kgit.records.tips import TIPS_PREFIX
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.engine.campaign import MANIFEST_FILE, Campaign
+from kgit.engine.campaign import Campaign
 from kgit.engine.trust import COMMAND_FIELDS, record_trust, trust_of
 from kgit.errors import KgitError, UsageError
 from kgit.records.manifest import (
@@ -23,6 +23,7 @@ from kgit.records.manifest import (
     differing_fields,
     parse_manifest,
 )
+from kgit.records.names import MANIFEST_FILE
 
 
 def revisions(campaign: Campaign) -> int:

@@ -22,14 +22,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kgit.engine.campaign import HARNESS_DIR, Campaign, list_campaigns
+from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.engine.setup import configure_git, install_hooks
 from kgit.engine.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import Manifest, harness_paths, parse_manifest
 from kgit.records.message import RECORD_KEYS
-from kgit.records.names import CampaignRefs, validate_campaign_name
+from kgit.records.names import HARNESS_DIR, CampaignRefs, validate_campaign_name
 from kgit.records.notes import ACCEPTING, BASELINE, RoundNote, type_problems
 from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.yamltext import load_yaml_text

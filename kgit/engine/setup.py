@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from kgit.engine.campaign import HARNESS_DIR, Campaign, list_campaigns, now
+from kgit.engine.campaign import Campaign, list_campaigns, now
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
 from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
@@ -20,7 +20,7 @@ from kgit.judge.representative import pick_representative
 from kgit.judge.scope import command_paths
 from kgit.judge.scoring import Score, diagnostics, geomean
 from kgit.records.manifest import Manifest
-from kgit.records.names import CampaignRefs, validate_campaign_name
+from kgit.records.names import HARNESS_DIR, CampaignRefs, validate_campaign_name
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
 from kgit.records.schema import BenchTable
 

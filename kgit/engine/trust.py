@@ -23,9 +23,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kgit.engine.campaign import MANIFEST_FILE, Campaign, list_campaigns
+from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
+from kgit.records.names import MANIFEST_FILE
 
 # The manifest fields whose values kgit runs through the shell, in the order they run.
 COMMAND_FIELDS = (

@@ -92,3 +92,11 @@ def parse_round_branch(ref: str | None) -> tuple[str, int] | None:
 def campaign_of_branch(ref: str | None) -> str | None:
     match = _ANY_BRANCH.fullmatch(ref or "")
     return match["campaign"] if match else None
+
+
+# The campaign record's files (refs/kgit/<campaign>/campaign, one commit per write).
+MANIFEST_FILE = "manifest.yaml"
+STATE_FILE = "state.json"
+HARNESS_DIR = "harness"  # copies of protected_paths as frozen at baseline
+NOTES_DIR = "notes"  # notes/<kind>/<target>: every note kgit wrote, the blob it attached
+NOTES_README = f"{NOTES_DIR}/README"  # also marks a record that holds its notes

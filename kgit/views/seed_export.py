@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgit.engine.campaign import HARNESS_DIR, Campaign
+from kgit.engine.campaign import Campaign
 from kgit.errors import UsageError
 from kgit.judge.trend import memory_bound
+from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import RoundNote
 from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.views.document import Document, to_markdown
