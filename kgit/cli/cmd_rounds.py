@@ -12,6 +12,8 @@ import click
 from kgit import progress
 from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option, jsonable
 from kgit.views.commands import (
+    render_accepted,
+    render_rolled_back,
     render_verdict,
     render_worker_round,
     render_worker_summary,
@@ -83,7 +85,7 @@ def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json:
     emit(
         result,
         as_json,
-        lambda r: f"round-{r['round']} {r['status']}; best line at {r['best'][:10]}",
+        render_accepted,
     )
 
 
@@ -104,10 +106,7 @@ def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bo
     emit(
         result,
         as_json,
-        lambda r: (
-            f"round-{r['round']} {r['status']}"
-            + (f"; commit {r['commit'][:10]} kept at {r['kept_at']}" if r["commit"] else "")
-        ),
+        render_rolled_back,
     )
 
 

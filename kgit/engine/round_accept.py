@@ -188,7 +188,7 @@ def accept_under_lock(
             repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
         status = _record_accept(current, open_round, tip, note, words or {})
     leave_round_branch(campaign, open_round.number)
-    say(f"round-{open_round.number} {status}: {best_ref.removeprefix('refs/heads/')} -> {tip[:10]}")
+    # The result is said once, by the command (kgit/views/commands.py), not also as progress.
     return {
         "campaign": campaign.name,
         "round": open_round.number,

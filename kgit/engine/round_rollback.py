@@ -86,14 +86,7 @@ def rollback_round(
         current.state.close_round(open_round.number)
         current.save(f"round-{open_round.number} ROLLED BACK" + (f": {reason}" if reason else ""))
     leave_round_branch(campaign, open_round.number)
-    say(
-        f"round-{open_round.number} ROLLED BACK; back on {campaign.refs.best.removeprefix('refs/heads/')}"
-        + (
-            f"; its commit {tip[:10]} stays at {campaign.refs.kept(open_round.number)}"
-            if tip != open_round.parent
-            else " (it had no commit)"
-        )
-    )
+    # The result is said once, by the command (kgit/views/commands.py), not also as progress.
     return {
         "campaign": campaign.name,
         "round": open_round.number,

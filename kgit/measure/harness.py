@@ -111,7 +111,7 @@ def fingerprint(device: torch.device) -> dict[str, str]:
         if uuid:
             info["gpu_uuid"] = uuid
         info["hip" if torch.version.hip else "cuda"] = str(torch.version.hip or torch.version.cuda)
-        info.update(_nvidia_smi(uuid))
+        info.update(_nvml(uuid) or _nvidia_smi(uuid))
     return info
 
 
@@ -122,6 +122,40 @@ def _torch_uuid(index: int) -> str | None:
         return None
     text = str(uuid)
     return text if text.startswith("GPU-") or torch.version.hip else f"GPU-{text}"
+
+
+_CLOCKS = ("driver", "sm_clock_mhz", "sm_clock_max_mhz", "temperature_c", "power_w")
+
+
+def _nvml(uuid: str | None) -> dict[str, str]:
+    """Driver and clocks through NVML's Python bindings (nvidia-ml-py) where they are installed:
+    no process to start, and the GPU found by its UUID. Empty where they are not (then
+    nvidia-smi is asked) or NVML refuses."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    try:
+        pynvml.nvmlInit()
+        try:
+            handle = (
+                pynvml.nvmlDeviceGetHandleByUUID(uuid)
+                if uuid
+                else pynvml.nvmlDeviceGetHandleByIndex(0)
+            )
+            driver = pynvml.nvmlSystemGetDriverVersion()
+            values = (
+                driver.decode() if isinstance(driver, bytes) else str(driver),
+                pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+                f"{pynvml.nvmlDeviceGetPowerUsage(handle) / 1000:.2f}",  # mW
+            )
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # NVML's own errors (no driver, a GPU it does not manage)
+        return {}
+    return dict(zip(_CLOCKS, (str(v) for v in values), strict=True))
 
 
 def _nvidia_smi(uuid: str | None) -> dict[str, str]:
@@ -146,8 +180,7 @@ def _nvidia_smi(uuid: str | None) -> dict[str, str]:
     values = [v.strip() for v in out.strip().split(",")]
     if len(values) != 5:
         return {}
-    keys = ("driver", "sm_clock_mhz", "sm_clock_max_mhz", "temperature_c", "power_w")
-    return dict(zip(keys, values, strict=True))
+    return dict(zip(_CLOCKS, values, strict=True))
 
 
 def run_harness(

@@ -69,3 +69,16 @@ def render_revision(r: dict[str, Any]) -> str:
             "(kgit runs none of its commands until then)"
         )
     return "\n".join(lines)
+
+
+def render_accepted(r: dict[str, Any]) -> str:
+    return f"round-{r['round']} {r['status']}: kgit/{r['campaign']}/best -> {r['best'][:10]}"
+
+
+def render_rolled_back(r: dict[str, Any]) -> str:
+    kept = (
+        f"; its commit {r['commit'][:10]} stays at {r['kept_at']}"
+        if r["commit"]
+        else " (it had no commit)"
+    )
+    return f"round-{r['round']} {r['status']}: back on kgit/{r['campaign']}/best{kept}"

@@ -67,3 +67,21 @@ def test_a_finished_campaign_asks_for_no_stagnation_review(campaign: Path) -> No
     data = _status(campaign)
     assert data["finished"] and data["stagnation_review_due"] is False
     assert "stagnation" not in run_kgit("status").out
+
+
+def test_accept_and_rollback_say_their_result_once(campaign: Path) -> None:
+    # The result goes to stdout once; stderr carries progress, not the same line again.
+    assert run_kgit("round", "start", "faster").code == 0
+    (campaign / "kernel.txt").write_text("speed: 150\n")
+    assert commit(campaign, "faster").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    accepted = run_kgit("round", "accept")
+    assert accepted.code == 0, accepted
+    assert accepted.out.count("ACCEPTED") == 1 and "ACCEPTED" not in accepted.err
+    assert "round-2 ACCEPTED: kgit/c1/best -> " in accepted.out
+
+    assert run_kgit("round", "start", "nothing").code == 0
+    rolled = run_kgit("round", "rollback", "--reason", "no change made")
+    assert rolled.code == 0, rolled
+    assert "ROLLED BACK" not in rolled.err
+    assert rolled.out.strip() == "round-3 ROLLED BACK: back on kgit/c1/best (it had no commit)"

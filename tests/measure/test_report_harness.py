@@ -204,3 +204,41 @@ def test_a_kernel_right_only_on_its_first_call_fails_the_check_after_timing() ->
         assert any("where the first call passed" in str(w.message) for w in caught)
     honest = gemm_row(shape, settings, lambda a, b: a @ b)
     assert honest["Check"] == "PASS" and float(str(honest["out_snr"])) > 50
+
+
+def test_the_fingerprint_reads_driver_and_clocks_through_nvml_where_it_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # NVML's Python bindings (nvidia-ml-py, module pynvml), faked: asked by UUID, no process run.
+    import types
+
+    from kgit.measure import harness
+
+    asked: list[str] = []
+    fake = types.ModuleType("pynvml")
+    fake.NVML_CLOCK_SM, fake.NVML_TEMPERATURE_GPU = 1, 0  # type: ignore[attr-defined]
+    fake.nvmlInit = lambda: None  # type: ignore[attr-defined]
+    fake.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetHandleByUUID = lambda uuid: asked.append(uuid) or "h"  # type: ignore[attr-defined]
+    fake.nvmlSystemGetDriverVersion = lambda: b"570.86"  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetClockInfo = lambda h, kind: 1755  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetMaxClockInfo = lambda h, kind: 1980  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetTemperature = lambda h, kind: 41  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetPowerUsage = lambda h: 512345  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    assert harness._nvml("GPU-1234") == {
+        "driver": "570.86",
+        "sm_clock_mhz": "1755",
+        "sm_clock_max_mhz": "1980",
+        "temperature_c": "41",
+        "power_w": "512.35",
+    }
+    assert asked == ["GPU-1234"]
+
+    def refuses(uuid: str) -> str:
+        raise RuntimeError("NVML_ERROR_NOT_FOUND")
+
+    fake.nvmlDeviceGetHandleByUUID = refuses  # type: ignore[attr-defined]
+    assert harness._nvml("GPU-1234") == {}  # then nvidia-smi is asked
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert harness._nvml("GPU-1234") == {}
