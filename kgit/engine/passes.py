@@ -168,8 +168,8 @@ def check_fingerprint(baseline: dict[str, str], now: dict[str, str]) -> None:
         raise KgitError(
             "the environment changed since the baseline: " + "; ".join(changed),
             hint="measurements from another GPU, driver or library version are not comparable: "
-            "validate on the baseline's environment, or start a new campaign (a new baseline "
-            "epoch) for this one",
+            "validate on the baseline's environment, or start a new campaign from the best "
+            "line here (kgit init NAME --manifest FILE): its baseline is this environment's",
         )
 
 

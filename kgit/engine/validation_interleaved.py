@@ -27,7 +27,9 @@ def floors_for(campaign: Campaign, labels: list[str], versus: str) -> dict[str, 
     if not floors:
         raise KgitError(
             "no calibrated noise floors for decision_policy: interleaved",
-            hint="the A/A calibration runs at kgit baseline; record a new baseline epoch",
+            hint="the A/A calibration runs at kgit baseline, under this policy: a campaign "
+            "baselined under `seed` has none; start a new campaign from its best line with "
+            "decision_policy: interleaved (kgit init NAME --manifest FILE, then kgit baseline)",
         )
     missing = [label for label in labels if label not in floors]
     if missing and versus == "best":

@@ -74,7 +74,7 @@ def test_a_changed_environment_is_refused(ab_campaign: Path) -> None:
     result = run_kgit("-q", "round", "validate")
     assert result.code == 1
     assert "environment changed since the baseline: torch 2.11 -> 2.12" in result.err
-    assert "new baseline epoch" in result.err
+    assert "start a new campaign from the best line here (kgit init NAME" in result.err
 
 
 def test_finish_judges_the_best_line_against_the_baseline_in_pairs(ab_campaign: Path) -> None:
