@@ -111,7 +111,10 @@ def fingerprint(device: torch.device) -> dict[str, str]:
         if uuid:
             info["gpu_uuid"] = uuid
         info["hip" if torch.version.hip else "cuda"] = str(torch.version.hip or torch.version.cuda)
-        info.update(_nvml(uuid) or _nvidia_smi(uuid))
+        if torch.version.hip:
+            info.update(_amdsmi(uuid))
+        else:
+            info.update(_nvml(uuid) or _nvidia_smi(uuid))
     return info
 
 
@@ -154,6 +157,45 @@ def _nvml(uuid: str | None) -> dict[str, str]:
         finally:
             pynvml.nvmlShutdown()
     except Exception:  # NVML's own errors (no driver, a GPU it does not manage)
+        return {}
+    return dict(zip(_CLOCKS, (str(v) for v in values), strict=True))
+
+
+def _amdsmi(uuid: str | None) -> dict[str, str]:
+    """Driver and clocks of an AMD GPU through the AMD SMI Python bindings (amdsmi) where they
+    are installed, the GPU found by the UUID torch reports; empty where they are not, where no
+    GPU has that UUID, or where the library refuses (written from AMD SMI's Python API
+    reference; not yet run on an AMD GPU)."""
+    try:
+        import amdsmi
+    except ImportError:
+        return {}
+    try:
+        amdsmi.amdsmi_init()
+        try:
+            found = [
+                h
+                for h in amdsmi.amdsmi_get_processor_handles()
+                if uuid is None or str(amdsmi.amdsmi_get_gpu_device_uuid(h)) in uuid
+            ]
+            if len(found) != 1 and uuid is not None:
+                return {}
+            handle = found[0]
+            clock = amdsmi.amdsmi_get_clock_info(handle, amdsmi.AmdSmiClkType.GFX)
+            values = (
+                amdsmi.amdsmi_get_gpu_driver_info(handle)["driver_version"],
+                clock["clk"],
+                clock["max_clk"],
+                amdsmi.amdsmi_get_temp_metric(
+                    handle,
+                    amdsmi.AmdSmiTemperatureType.EDGE,
+                    amdsmi.AmdSmiTemperatureMetric.CURRENT,
+                ),
+                amdsmi.amdsmi_get_power_info(handle)["average_socket_power"],
+            )
+        finally:
+            amdsmi.amdsmi_shut_down()
+    except Exception:  # the library's own errors, or an API that differs from the reference
         return {}
     return dict(zip(_CLOCKS, (str(v) for v in values), strict=True))
 

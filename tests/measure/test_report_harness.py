@@ -242,3 +242,39 @@ def test_the_fingerprint_reads_driver_and_clocks_through_nvml_where_it_is_instal
     assert harness._nvml("GPU-1234") == {}  # then nvidia-smi is asked
     monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
     assert harness._nvml("GPU-1234") == {}
+
+
+def test_the_fingerprint_reads_an_amd_gpu_through_amd_smi_where_it_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The AMD SMI Python bindings (module amdsmi), faked after their API reference: the GPU is
+    # found among the processors by the UUID torch reports.
+    import types
+
+    from kgit.measure import harness
+
+    fake = types.ModuleType("amdsmi")
+    fake.AmdSmiClkType = types.SimpleNamespace(GFX="gfx")  # type: ignore[attr-defined]
+    fake.AmdSmiTemperatureType = types.SimpleNamespace(EDGE="edge")  # type: ignore[attr-defined]
+    fake.AmdSmiTemperatureMetric = types.SimpleNamespace(CURRENT="cur")  # type: ignore[attr-defined]
+    fake.amdsmi_init = lambda: None  # type: ignore[attr-defined]
+    fake.amdsmi_shut_down = lambda: None  # type: ignore[attr-defined]
+    fake.amdsmi_get_processor_handles = lambda: ["h0", "h1"]  # type: ignore[attr-defined]
+    uuids = {"h0": "aaaa-0000", "h1": "bbbb-1111"}
+    fake.amdsmi_get_gpu_device_uuid = lambda h: uuids[h]  # type: ignore[attr-defined]
+    fake.amdsmi_get_gpu_driver_info = lambda h: {"driver_version": "6.10.5"}  # type: ignore[attr-defined]
+    clocks = {"h0": {"clk": 1100, "max_clk": 2100}, "h1": {"clk": 1700, "max_clk": 2100}}
+    fake.amdsmi_get_clock_info = lambda h, kind: clocks[h]  # type: ignore[attr-defined]
+    fake.amdsmi_get_temp_metric = lambda h, sensor, metric: 52  # type: ignore[attr-defined]
+    fake.amdsmi_get_power_info = lambda h: {"average_socket_power": 611}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "amdsmi", fake)
+    assert harness._amdsmi("bbbb-1111") == {
+        "driver": "6.10.5",
+        "sm_clock_mhz": "1700",
+        "sm_clock_max_mhz": "2100",
+        "temperature_c": "52",
+        "power_w": "611",
+    }
+    assert harness._amdsmi("cccc-2222") == {}  # no processor has the UUID torch reported
+    monkeypatch.setitem(sys.modules, "amdsmi", None)  # not installed
+    assert harness._amdsmi("bbbb-1111") == {}
