@@ -16,7 +16,7 @@ from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo, clean_env
 from kgit.judge.scoring import Score, score
 from kgit.records.notes import RoundNote
-from kgit.records.protocol import changed_since_written, written_digest
+from kgit.records.protocol import RUN_ENV, changed_since_written, written_digest
 from kgit.records.schema import BenchTable, parse_bench_csv
 
 Say = Callable[[str], None]
@@ -40,9 +40,8 @@ def harness_env(tree: Path) -> dict[str, str]:
     """The harness's environment: clean of git's variables, the tree's own code first on the
     import path, so that a best-line work tree measures its own kernel even when the project is
     pip-installed in editable mode from the main tree."""
-    return clean_env(
-        {"PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
-    )
+    path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+    return clean_env({"PYTHONPATH": path, RUN_ENV: "1"})
 
 
 def measure(

@@ -42,6 +42,9 @@ from typing import Any
 
 PROTOCOL = 1
 WORKER_ENV = "KGIT_WORKER"
+# Set whenever kgit runs the harness: the CSV path it passes is kgit's own temporary file, so a
+# harness built on kgit.measure does not print it (a path deleted a moment later).
+RUN_ENV = "KGIT_RUN"
 # Set for the reference side: its first pass may be timed in blocks of this many ms (its plain
 # figures are not used; the kernels still get checked, compiled and tuned).
 FIRST_BLOCK_ENV = "KGIT_WORKER_FIRST_BLOCK_MS"
