@@ -15,7 +15,6 @@ exits, so a killed holder never leaves it taken.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import socket
@@ -26,11 +25,10 @@ from pathlib import Path
 from typing import IO
 
 from kgit.errors import KgitError
-from kgit.gitdoor import Repo
+from kgit.gitdoor import Repo, locks
 
 TIMEOUT_ENV = "KGIT_DEVICE_LOCK_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 3600.0
-POLL_S = 0.05
 
 Say = Callable[[str], None]
 
@@ -56,22 +54,13 @@ def lock_path(repo: Repo, key: str) -> Path:
 
 
 def timeout_s() -> float:
-    raw = os.environ.get(TIMEOUT_ENV)
-    try:
-        return float(raw) if raw else DEFAULT_TIMEOUT_S
-    except ValueError:
-        raise KgitError(
-            f"{TIMEOUT_ENV}={raw!r} is not a number of seconds", hint=f"e.g. {TIMEOUT_ENV}=600"
-        ) from None
+    return locks.seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
 
 
 def holder_of(path: Path) -> str:
     """Who holds the lock at PATH, as its holder wrote it."""
-    try:
-        found = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        found = {}
-    if not isinstance(found, dict) or "pid" not in found:
+    found = locks.holder(path)
+    if found is None:
         return "another kgit process"
     return (
         f"pid {found['pid']} on {found.get('host', '?')} ({found.get('what', 'measuring')}, "
@@ -105,31 +94,19 @@ def measuring(repo: Repo, what: str, say: Say, *, key: str | None = None) -> Ite
 
 
 def _acquire(handle: IO[str], path: Path, key: str, what: str, say: Say) -> None:
-    limit, start, told = timeout_s(), time.monotonic(), False
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            waited = time.monotonic() - start
-            if waited >= limit:
-                raise KgitError(
-                    f"device {key} stayed busy for {waited:.0f} s: its measuring lock is held by "
-                    f"{holder_of(path)}",
-                    hint=f"let that measurement end, pin this worker to another device "
-                    f"(kgit worker --device N), or wait longer ({TIMEOUT_ENV}=SECONDS); "
-                    f"the lock is {path}",
-                ) from None
-            if not told:
-                say(f"device {key}: waiting for its measuring lock, held by {holder_of(path)}")
-                told = True
-            time.sleep(POLL_S)
-    record = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "what": what,
-        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    handle.truncate(0)
-    handle.write(json.dumps(record))
-    handle.flush()
+    locks.take(
+        handle,
+        timeout_s(),
+        waiting=lambda: say(
+            f"device {key}: waiting for its measuring lock, held by {holder_of(path)}"
+        ),
+        give_up=lambda waited: KgitError(
+            f"device {key} stayed busy for {waited:.0f} s: its measuring lock is held by "
+            f"{holder_of(path)}",
+            hint=f"let that measurement end, pin this worker to another device "
+            f"(kgit worker --device N), or wait longer ({TIMEOUT_ENV}=SECONDS); "
+            f"the lock is {path}",
+        ),
+    )
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    locks.write_holder(handle, {"host": socket.gethostname(), "what": what, "since": since})

@@ -5,7 +5,6 @@ the repository's paths, its config, kgit's scratch space and its write lock."""
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shlex
 import subprocess
@@ -15,9 +14,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from kgit.errors import GitError, KgitError
+from kgit.gitdoor import locks
 
 ZERO_SHA = "0" * 40
 
@@ -200,11 +199,25 @@ class GitCore:
         up after KGIT_LOCK_TIMEOUT_S (the kernel frees the lock when its holder dies)."""
         path = self.kgit_dir() / "lock"
         with open(path, "a+") as handle:
-            _wait_for_lock(handle, path)
-            handle.truncate(0)
-            holder = {"pid": os.getpid(), "command": shlex.join(sys.argv[1:])[:200]}
-            handle.write(json.dumps({**holder, "since": time.strftime("%H:%M:%S")}))
-            handle.flush()
+            locks.take(
+                handle,
+                locks.seconds_from_env(LOCK_TIMEOUT_ENV, LOCK_TIMEOUT_S),
+                waiting=lambda: print(
+                    f"kgit: waiting for this repository's write lock, held by {_holder(path)}",
+                    file=sys.stderr,
+                    flush=True,
+                ),
+                give_up=lambda waited: KgitError(
+                    f"this repository's write lock has been held for {waited:.0f} s by "
+                    f"{_holder(path)}",
+                    hint="let that command end (a stopped one: `kill -CONT <pid>`, or end it: "
+                    f"the lock is freed with its process), or wait longer ({LOCK_TIMEOUT_ENV}"
+                    "=SECONDS)",
+                ),
+                say_after_s=LOCK_SAY_AFTER_S,
+            )
+            command = shlex.join(sys.argv[1:])[:200]
+            locks.write_holder(handle, {"command": command, "since": time.strftime("%H:%M:%S")})
             try:
                 yield
             finally:
@@ -217,45 +230,8 @@ LOCK_TIMEOUT_S = 300.0  # writes under the lock take milliseconds; a holder this
 LOCK_SAY_AFTER_S = 1.0
 
 
-def _wait_for_lock(handle: IO[str], path: Path) -> None:
-    raw = os.environ.get(LOCK_TIMEOUT_ENV, "")
-    try:
-        limit = float(raw) if raw else LOCK_TIMEOUT_S
-    except ValueError:
-        raise KgitError(
-            f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds",
-            hint=f"e.g. {LOCK_TIMEOUT_ENV}=600",
-        ) from None
-    start, told = time.monotonic(), False
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            waited = time.monotonic() - start
-            if waited >= limit:
-                raise KgitError(
-                    f"this repository's write lock has been held for {waited:.0f} s by "
-                    f"{_lock_holder(path)}",
-                    hint="let that command end (a stopped one: `kill -CONT <pid>`, or end it: "
-                    f"the lock is freed with its process), or wait longer ({LOCK_TIMEOUT_ENV}"
-                    "=SECONDS)",
-                ) from None
-            if not told and waited >= LOCK_SAY_AFTER_S:
-                print(
-                    f"kgit: waiting for this repository's write lock, held by {_lock_holder(path)}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                told = True
-            time.sleep(0.05)
-
-
-def _lock_holder(path: Path) -> str:
-    try:
-        found = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        found = {}
-    if not isinstance(found, dict) or "pid" not in found:
+def _holder(path: Path) -> str:
+    found = locks.holder(path)
+    if found is None:
         return "another kgit process"
     return f"pid {found['pid']} (kgit {found.get('command', '')}, since {found.get('since', '?')})"

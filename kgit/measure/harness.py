@@ -18,7 +18,6 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -251,9 +250,9 @@ def run_harness(
         block_ms = float(first_block) if first_block else None
         rows = _bench_all(bench_one_shape, shapes, settings, columns, block_ms=block_ms)
         _require_own_clocks()
-        write_summary_csv(args.summary_csv, columns, rows)
+        written = write_summary_csv(args.summary_csv, columns, rows)
         # What was written, said at once: a file changed later (an exit handler) is refused.
-        print(digest_line(Path(args.summary_csv).read_bytes()), flush=True)
+        print(digest_line(written), flush=True)
     except (CannotRun, ShapeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("all_pass: false\ncannot_run: true")
@@ -339,8 +338,7 @@ def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, cod
         except CannotRun as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return EXIT_CANNOT_RUN
-        write_summary_csv(request["summary_csv"], columns, rows)
+        written = write_summary_csv(request["summary_csv"], columns, rows)
         failed = any(row["Check"] != PASS for row in rows)
-        written = Path(request["summary_csv"]).read_bytes()
         print("\n" + reply_line(int(request["id"]), int(failed), csv=written), flush=True)
     return code

@@ -8,6 +8,7 @@ and NaN metrics, so the gate sees the failure rather than a missing line.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,13 +60,16 @@ def check_row(columns: Sequence[str], row: Row) -> None:
         )
 
 
-def write_summary_csv(path: str | Path, columns: Sequence[str], rows: Iterable[Row]) -> None:
-    """Write the header and one line per row, in schema order."""
+def write_summary_csv(path: str | Path, columns: Sequence[str], rows: Iterable[Row]) -> bytes:
+    """Write the header and one line per row, in schema order; return the bytes written."""
     lines = []
     for row in rows:
         check_row(columns, row)
         lines.append([format_value(row[c]) for c in columns])
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(lines)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(lines)
+    written = text.getvalue().encode()
+    Path(path).write_bytes(written)
+    return written
