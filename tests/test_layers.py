@@ -1,7 +1,9 @@
 """The package's layers, read from the imports: each imports only those below it.
 
-Views only read, so the engine never reaches them; judgements are pure, so `kgit/judge/`
-reaches neither git nor the engine nor a view.
+Views only read, so the engine never reaches them and they reach neither the engine (the layer
+that writes the record and runs commands) nor git: they get the record through the read-only
+interface of kgit/records/reader.py. Judgements are pure, so `kgit/judge/` reaches neither git
+nor the engine nor a view.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def reaching(folder: str, allowed: tuple[str, ...]) -> list[str]:
 def test_the_engine_imports_no_view() -> None:
     assert reaching("engine", ("kgit.engine", "kgit.judge", "kgit.records", "kgit.errors",
                                "kgit.gitdoor", "kgit.progress", "kgit.resources")) == []  # fmt: skip
+
+
+VIEW_LAYERS = ("kgit.views", "kgit.judge", "kgit.records", "kgit.errors")
+
+
+def test_views_import_nothing_that_writes() -> None:
+    assert reaching("views", VIEW_LAYERS) == []
 
 
 def test_judgements_are_pure() -> None:
