@@ -26,15 +26,13 @@ from kgit.errors import KgitError
 from kgit.records.notes import (
     ACCEPT,
     ACCEPTING,
-    BASELINE,
+    FINAL,
     ROLLBACK,
     ROLLED_BACK,
     UNRECORDED,
     OpenRound,
     RoundNote,
 )
-
-FINAL = (*ACCEPTING, BASELINE, ROLLED_BACK)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ ERROR = "ERROR"
 ACCEPTED = "ACCEPTED"
 ACCEPTED_TRADEOFF = "ACCEPTED (trade-off)"
 ROLLED_BACK = "ROLLED BACK"
-ACCEPTING = (ACCEPTED, ACCEPTED_TRADEOFF)
+ACCEPTING = (ACCEPTED, ACCEPTED_TRADEOFF)  # the decisions that move the best line
+KEPT = (*ACCEPTING, BASELINE)  # the rounds the best line holds
+FINAL = (*KEPT, ROLLED_BACK)  # a round note with one of these is closed
 
 # How a killed command left the open round (kgit/engine/recovery.py): an accept that moved the
 # best line, or a rollback that marked the note, both not yet recorded.
@@ -256,7 +258,7 @@ class RoundNote:
 
     @property
     def accepted(self) -> bool:
-        return self.status in ACCEPTING or self.status == BASELINE
+        return self.status in KEPT
 
     def values(self) -> dict[str, float]:
         """Primary metric per PASS shape."""
