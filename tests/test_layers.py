@@ -1,7 +1,9 @@
 """The package's layers, read from the imports: each imports only those below it.
 
-Views only read, so the engine never reaches them; judgements are pure, so `kgit/judge/`
-reaches neither git nor the engine nor a view.
+Views only read, so the engine never reaches them and they reach neither the engine (the layer
+that writes the record and runs commands) nor git: they get the record through the read-only
+interface of kgit/records/reader.py. Judgements are pure, so `kgit/judge/` reaches neither git
+nor the engine nor a view.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def reaching(folder: str, allowed: tuple[str, ...]) -> list[str]:
 def test_the_engine_imports_no_view() -> None:
     assert reaching("engine", ("kgit.engine", "kgit.judge", "kgit.records", "kgit.errors",
                                "kgit.gitdoor", "kgit.progress", "kgit.resources")) == []  # fmt: skip
+
+
+VIEW_LAYERS = ("kgit.views", "kgit.judge", "kgit.records", "kgit.errors")
+
+
+def test_views_import_nothing_that_writes() -> None:
+    assert reaching("views", VIEW_LAYERS) == []
 
 
 def test_judgements_are_pure() -> None:
@@ -82,3 +91,60 @@ def test_the_scan_sees_a_raw_git_call(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f(repo):\n    return repo.git('ls-files', '-z'), repo.rev_parse('x')\n")
     assert raw_git_calls(module) == ["m.py:2 .git("]
+
+
+def git_commands(path: Path) -> list[str]:
+    """`file:line` for each git command PATH spells out to run: `run("git", ...)`, `["git", ...]`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        first = node.args[0] if isinstance(node, ast.Call) and node.args else None
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+            first = node.elts[0]
+        if isinstance(first, ast.Constant) and first.value == "git":
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_git_command_is_spawned_outside_the_door() -> None:
+    # The demo is the exception: it plays the user, typing `git commit` where a user would.
+    door, demo = ROOT / "gitdoor", ROOT / "demo.py"
+    outside = [p for p in ROOT.rglob("*.py") if door not in p.parents and p != demo]
+    assert [hit for path in outside for hit in git_commands(path)] == []
+
+
+def test_the_scan_sees_a_spawned_git_command(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import subprocess\nsubprocess.run(['git', 'status'])\nrun('git', 'log')\n")
+    assert sorted(git_commands(module)) == ["m.py:2", "m.py:3"]
+
+
+# The seed's decision words, and the accept rule built from them, live in kgit/records/notes.py;
+# a copy elsewhere (a literal, or the two accepting decisions listed again) drifts from it.
+DECISIONS = {"ACCEPTED", "ACCEPTED (trade-off)", "ROLLED BACK", "BASELINE"}
+
+
+def decision_spellings(path: Path) -> list[str]:
+    """`file:line` and what it spells, for each decision word or accept rule written in PATH."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and node.value in DECISIONS:
+            found.append(f"{path.name}:{node.lineno} {node.value!r}")
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            names = {elt.id for elt in node.elts if isinstance(elt, ast.Name)}
+            if {"ACCEPTED", "ACCEPTED_TRADEOFF"} <= names:
+                found.append(f"{path.name}:{node.lineno} the accept rule")
+    return found
+
+
+def test_the_decisions_are_spelled_once() -> None:
+    home = ROOT / "records" / "notes.py"
+    spelled = [hit for p in ROOT.rglob("*.py") if p != home for hit in decision_spellings(p)]
+    assert spelled == []
+
+
+def test_the_scan_sees_a_second_spelling(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "GOOD = {'PASS', 'ACCEPTED'}\ndef ok(d):\n    return d in (ACCEPTED, ACCEPTED_TRADEOFF)\n"
+    )
+    assert decision_spellings(module) == ["m.py:1 'ACCEPTED'", "m.py:3 the accept rule"]

@@ -22,6 +22,7 @@ from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
 
 if TYPE_CHECKING:
     from kgit.engine.campaign import Campaign
+    from kgit.engine.reader import CampaignReader
     from kgit.gitdoor import Repo
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -45,6 +46,12 @@ class Ctx:
 
         repo = self.repo()
         return Campaign.load(repo, resolve_campaign(repo, self.campaign_name))
+
+    def reader(self) -> CampaignReader:
+        """The campaign, read-only: what a view gets (kgit/records/reader.py)."""
+        from kgit.engine.reader import CampaignReader
+
+        return CampaignReader(self.campaign())
 
     def say(self, message: str) -> None:
         if not self.quiet:

@@ -225,6 +225,7 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     campaign finished (round start then needs --reopen).
     """
     from kgit.engine.finish import check_finish, record_finish
+    from kgit.engine.reader import CampaignReader
     from kgit.views.final import render_final_note, render_finish
 
     def confirm(paths: list[str]) -> bool:
@@ -239,7 +240,8 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     finishing = check_finish(
         obj.campaign(), obj.say, allow_paths=allow_paths, confirm=confirm, echo=not obj.quiet
     )
-    result = record_finish(finishing, render_final_note(finishing.finished, finishing.data))
+    final_note = render_final_note(CampaignReader(finishing.finished), finishing.data)
+    result = record_finish(finishing, final_note)
     emit(result, as_json, render_finish)
 
 

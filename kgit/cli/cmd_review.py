@@ -19,7 +19,8 @@ from kgit.errors import KgitError, UsageError
 def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     """Where the campaign stands and what to do next."""
     from kgit.engine.campaign import list_campaigns
-    from kgit.views.lineage import render_status, status_data
+    from kgit.engine.status import status_data
+    from kgit.views.lineage import render_status
 
     repo = obj.repo()
     if all_campaigns:
@@ -69,10 +70,12 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
 @click.pass_obj
 def log(obj: Ctx, as_json: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
-    from kgit.views.lineage import lineage, quick_is_subset, render_log
+    from kgit.engine.lineage import lineage
+    from kgit.engine.reader import CampaignReader
+    from kgit.views.lineage import quick_is_subset, render_log
 
     campaign = obj.campaign()
-    subset = quick_is_subset(campaign)
+    subset = quick_is_subset(CampaignReader(campaign))
     emit(lineage(campaign), as_json, lambda rows: render_log(rows, quick_is_subset=subset))
 
 
@@ -88,7 +91,7 @@ def show(obj: Ctx, number: str, with_csv: bool, as_json: bool) -> None:
     digits = number.removeprefix("round-")
     if not digits.isdigit():
         raise UsageError(f"{number!r} is not a round number", hint="kgit show 3 (or round-3)")
-    data, render = show_round(obj.campaign(), int(digits), with_csv)
+    data, render = show_round(obj.reader(), int(digits), with_csv)
     emit(data, as_json, render)
 
 
@@ -190,7 +193,7 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     from kgit.views.document import to_html, to_markdown
     from kgit.views.report import plots_for, public, report_data, report_document
 
-    campaign = obj.campaign()
+    campaign = obj.reader()
     data = report_data(campaign)
     with tempfile.TemporaryDirectory(prefix="kgit-plots-") as tmp:
         folder = plots_dir or (Path(tmp) if fmt == "html" and not as_json else None)
@@ -238,7 +241,7 @@ def export_cmd(obj: Ctx, folder: Path, as_json: bool) -> None:
     """
     from kgit.views.seed_export import export_campaign
 
-    result = export_campaign(obj.campaign(), folder)
+    result = export_campaign(obj.reader(), folder)
     emit(result, as_json, lambda r: f"exported {r['rounds']} rounds to {r['folder']}")
 
 

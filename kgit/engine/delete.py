@@ -19,7 +19,7 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.names import validate_campaign_name
 
-# kgit's cache files of one campaign (kgit/engine/campaign.py, kgit/views/lineage.py).
+# kgit's cache files of one campaign (kgit/engine/campaign.py, kgit/engine/lineage.py).
 CACHES = ("round-notes-{name}.json", "round-notes-{name}.light.json", "lineage-{name}.json")
 
 

@@ -17,17 +17,22 @@ from kgit.engine import seal
 from kgit.engine.campaign import Campaign, NoteCache
 from kgit.engine.gate import Say
 from kgit.engine.recovery import (
-    ACCEPT,
-    ROLLBACK,
     RoundBranch,
     closed_round_checked_out,
     interrupted_close,
     stray_round_branches,
 )
 from kgit.errors import KgitError
-from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, OpenRound, RoundNote
-
-FINAL = (*ACCEPTING, BASELINE, ROLLED_BACK)
+from kgit.records.notes import (
+    ACCEPT,
+    ACCEPTING,
+    FINAL,
+    ROLLBACK,
+    ROLLED_BACK,
+    UNRECORDED,
+    OpenRound,
+    RoundNote,
+)
 
 
 @dataclass(frozen=True)
@@ -280,7 +285,7 @@ def _note_findings(campaign: Campaign) -> list[Finding]:
             f"{campaign.refs.notes(drift.kind)} {drift.target}",
             seal.problem(campaign, drift, rounds),
             seal.repair(campaign, drift),
-            drift.how != seal.UNRECORDED,
+            drift.how != UNRECORDED,
         )
         for drift in seal.drifts(campaign)
     ]
@@ -364,7 +369,7 @@ def _republish(campaign: Campaign, finding: Finding, say: Say) -> None:
         found = [
             d
             for d in seal.drifts(current, [ref.rsplit("/", 1)[1]])
-            if d.target == target and d.how != seal.UNRECORDED
+            if d.target == target and d.how != UNRECORDED
         ]
         seal.republish(current, found)
 

@@ -30,13 +30,7 @@ from typing import Any
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.final_branch import FinalCommit, final_branch, final_commits, write_final_branch
 from kgit.engine.gate import Say
-from kgit.engine.integrity import (
-    campaign_floor,
-    impossible,
-    measured_rates,
-    rule11_findings,
-    shape_dtypes,
-)
+from kgit.engine.integrity import impossible, measured_rates, rule11_findings
 from kgit.engine.passes import (
     HarnessError,
     Measurement,
@@ -50,7 +44,7 @@ from kgit.engine.trust import require_trusted
 from kgit.engine.validation import Target, ran_workers, validate
 from kgit.engine.worktree import measuring_tree, require_pristine
 from kgit.errors import KgitError
-from kgit.judge.floor import pct_of_peak
+from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
@@ -265,7 +259,8 @@ def _full_validation(
     fingerprint = outcome.passes[0].fingerprint if outcome.passes else None
     over, _ = impossible(campaign, measured_rates(outcome.passes, values, metric), fingerprint)
     check.reasons += [f"full validation: physical floor: {r}" for r in over]
-    floor, dtypes = campaign_floor(campaign, fingerprint), shape_dtypes(campaign.manifest)
+    floor = campaign_floor(campaign.manifest, campaign.state, fingerprint)
+    dtypes = shape_dtypes(campaign.manifest)
     check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.reference_aggregate
     check.gain_pct = verdict.gain_pct
     check.shapes = [

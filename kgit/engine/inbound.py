@@ -12,15 +12,12 @@ from kgit.records.manifest import REVISABLE_AFTER_BASELINE, differing_fields, ma
 from kgit.records.names import HARNESS_DIR, MANIFEST_FILE
 from kgit.records.notes import (
     ACCEPTING,
-    BASELINE,
+    FINAL,
     NOTE_VERSION,
-    ROLLED_BACK,
     RoundNote,
     load_record,
     type_problems,
 )
-
-FINAL = (*ACCEPTING, BASELINE, ROLLED_BACK)  # a round note with one of these is closed
 
 
 def unsealed(sides: Sides, remote: str | None) -> KgitError:
@@ -228,7 +225,7 @@ def check_best(repo: Repo, sides: Sides, theirs: RecordAt) -> None:
         return
     blob = theirs.notes["rounds"].get(best)
     note = RoundNote.from_text(repo.read_blob(blob)) if blob else None
-    if note is not None and note.campaign == sides.name and note.status in (*ACCEPTING, BASELINE):
+    if note is not None and note.campaign == sides.name and note.accepted:
         return
     interrupted = (
         note is not None

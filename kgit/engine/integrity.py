@@ -11,30 +11,16 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.passes import Measurement
 from kgit.gitdoor import Repo
 from kgit.judge.floor import (
-    Floor,
     Rates,
+    campaign_floor,
     merge_rates,
     metric_rates,
     over_peak,
-    resolve_floor,
+    shape_dtypes,
     worst_per_shape,
 )
 from kgit.judge.floor import table_rates as _table_rates
 from kgit.judge.rule11 import Finding, scan_change
-from kgit.records.manifest import Manifest
-
-
-def campaign_floor(
-    campaign: Campaign, fingerprint: Mapping[str, str] | None = None
-) -> Floor | None:
-    """The floor of the campaign's device: the GPU its baseline (or FINGERPRINT) ran on, with
-    the manifest's `peaks`; None where neither names a peak."""
-    gpu = (fingerprint or {}).get("gpu") or campaign.state.fingerprint.get("gpu")
-    return resolve_floor(gpu, campaign.manifest.peaks)
-
-
-def shape_dtypes(manifest: Manifest) -> dict[str, str | None]:
-    return {shape["label"]: shape.get("dtype") for shape in manifest.target_shapes}
 
 
 def measured_rates(
@@ -52,7 +38,7 @@ def impossible(
     campaign: Campaign, rates: Rates, fingerprint: Mapping[str, str] | None = None
 ) -> tuple[list[str], list[str]]:
     """(reasons, labels) for the shapes of RATES past the device's peak; nothing without a floor."""
-    floor = campaign_floor(campaign, fingerprint)
+    floor = campaign_floor(campaign.manifest, campaign.state, fingerprint)
     if floor is None:
         return [], []
     over = over_peak(rates, shape_dtypes(campaign.manifest), floor)

@@ -29,10 +29,7 @@ from dataclasses import dataclass
 
 from kgit.engine.campaign import Campaign
 from kgit.records.names import parse_round_branch
-from kgit.records.notes import ROLLED_BACK, OpenRound
-
-ACCEPT = "accept"
-ROLLBACK = "rollback"
+from kgit.records.notes import ACCEPT, ROLLBACK, ROLLED_BACK, OpenRound
 
 
 @dataclass(frozen=True)

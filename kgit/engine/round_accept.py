@@ -10,7 +10,7 @@ from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.integrity import impossible, rule11_findings
 from kgit.engine.passes import best_values
-from kgit.engine.recovery import ACCEPT, ROLLBACK, interrupted_close
+from kgit.engine.recovery import interrupted_close
 from kgit.engine.rounds import (
     active_labels,
     commit_words,
@@ -29,7 +29,7 @@ from kgit.engine.trust import require_trusted
 from kgit.engine.validation import rejudge
 from kgit.errors import KgitError
 from kgit.records.evidence import Evidence
-from kgit.records.notes import ACCEPTING, OpenRound, RoundNote
+from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
 
 
 def accept_round(

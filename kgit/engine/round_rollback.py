@@ -9,7 +9,7 @@ from typing import Any
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say
 from kgit.engine.passes import require_clean
-from kgit.engine.recovery import ACCEPT, ROLLBACK, interrupted_close
+from kgit.engine.recovery import interrupted_close
 from kgit.engine.round_accept import accept_under_lock
 from kgit.engine.rounds import (
     current_round,
@@ -19,7 +19,7 @@ from kgit.engine.rounds import (
     require_still_open,
 )
 from kgit.errors import KgitError
-from kgit.records.notes import ROLLED_BACK, OpenRound, RoundNote
+from kgit.records.notes import ACCEPT, ROLLBACK, ROLLED_BACK, OpenRound, RoundNote
 
 
 def _require_reason(

@@ -17,10 +17,7 @@ from dataclasses import dataclass
 from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
 from kgit.records.names import NOTE_KINDS
-
-CHANGED = "changed"  # the notes ref holds another note than kgit recorded
-MISSING = "missing"  # kgit recorded a note the notes ref no longer holds
-UNRECORDED = "unrecorded"  # a note kgit never wrote (and not a copy of one it did)
+from kgit.records.notes import CHANGED, MISSING, UNRECORDED
 
 
 @dataclass(frozen=True)

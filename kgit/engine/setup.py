@@ -9,13 +9,14 @@ from kgit.engine.campaign import Campaign, list_campaigns, now
 from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
 from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
-from kgit.engine.integrity import campaign_floor, impossible, measured_rates
+from kgit.engine.integrity import impossible, measured_rates
 from kgit.engine.passes import Measurement, require_clean
 from kgit.engine.tips import print_tips
 from kgit.engine.trust import record_trust, require_trusted
 from kgit.engine.validation_baseline import Calibrated, baseline_pass
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
+from kgit.judge.floor import campaign_floor
 from kgit.judge.representative import pick_representative
 from kgit.judge.scope import command_paths
 from kgit.judge.scoring import Score, diagnostics, geomean
@@ -98,7 +99,7 @@ def _check_floor(campaign: Campaign, calibrated: Calibrated, say: Say) -> None:
     run = calibrated.first
     blocks = calibrated.statistics.get("block_values") or {}
     rates = measured_rates([run], [run.score.values, blocks], campaign.manifest.primary_metric)
-    floor = campaign_floor(campaign, run.fingerprint)
+    floor = campaign_floor(campaign.manifest, campaign.state, run.fingerprint)
     if floor is None:
         gpu = run.fingerprint.get("gpu") or campaign.state.fingerprint.get("gpu") or "this device"
         say(

@@ -11,11 +11,11 @@ from kgit.gitdoor.history import History
 from kgit.gitdoor.notes import Notes
 from kgit.gitdoor.remotes import Remotes
 from kgit.gitdoor.runner import clean_env, spawn
-from kgit.gitdoor.worktree import WorkTree
+from kgit.gitdoor.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
-class Repo(Notes, Remotes, History, WorkTree):
+class Repo(Notes, Remotes, History, Snapshot):
     """A work tree of a git repository. `index_file` is set only inside a commit hook."""
 
 

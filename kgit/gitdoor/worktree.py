@@ -1,12 +1,9 @@
-"""The work tree: its state, checkouts, linked work trees, and the staged snapshot a commit
-hook tests."""
+"""The work tree: its state, checkouts and linked work trees (the staged snapshot a commit hook
+tests: kgit/gitdoor/snapshot.py)."""
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from kgit.gitdoor.runner import GitCore
@@ -99,36 +96,6 @@ class WorkTree(GitCore):
         """Remove the linked work tree at PATH, its changes with it; one already gone is not an
         error."""
         self.git("worktree", "remove", "--force", path, check=False)
-
-    # -- the staged snapshot ---------------------------------------------------------------------
-
-    @contextmanager
-    def staged_snapshot(self) -> Iterator[None]:
-        """Set unstaged edits aside so the work tree holds exactly what is being committed.
-
-        The edits are saved as a patch under .git/kgit/patches/ first and re-applied afterwards;
-        if anything kills kgit in between, the patch is still there (nothing is lost).
-        """
-        patch = self.git("diff", "--binary", "--no-color", "--no-ext-diff")
-        if not patch.strip():
-            yield
-            return
-        folder = self.kgit_dir() / "patches"
-        folder.mkdir(exist_ok=True)
-        path = folder / f"unstaged-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns()}.patch"
-        path.write_bytes(patch)
-        self.restore_from_index()
-        try:
-            yield
-        finally:
-            if self.succeeds("apply", "--whitespace=nowarn", str(path)):
-                path.unlink()
-            else:
-                print(
-                    f"kgit: could not re-apply your unstaged changes; they are saved in {path}\n"
-                    f"hint: git apply {path}",
-                    file=sys.stderr,
-                )
 
     def move_work_tree(self, old: str, new: str) -> None:
         """Bring this work tree's index and files from commit OLD to commit NEW (its branch ref

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK
+from kgit.records.notes import KEPT, ROLLED_BACK
 
 ESCALATION = {
     1: "try a different approach",
@@ -22,7 +22,7 @@ def consecutive_rollbacks(statuses: list[str]) -> int:
     for status in reversed(statuses):
         if status == ROLLED_BACK:
             count += 1
-        elif status in ACCEPTING or status == BASELINE:
+        elif status in KEPT:
             break
     return count
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from kgit.records.devices import device_peaks
 
 if TYPE_CHECKING:
-    from kgit.records.manifest import Peaks
+    from kgit.records.manifest import Manifest, Peaks
+    from kgit.records.notes import CampaignState
     from kgit.records.schema import BenchTable
 
 TFLOPS, GBPS = "TFLOPS", "GB/s"
@@ -143,6 +144,19 @@ def resolve_floor(gpu: str | None, override: Peaks) -> Floor | None:
         float(cache),
         override.margin_pct,
     )
+
+
+def campaign_floor(
+    manifest: Manifest, state: CampaignState, fingerprint: Mapping[str, str] | None = None
+) -> Floor | None:
+    """The floor of a campaign's device: the GPU its baseline (or FINGERPRINT) ran on, with the
+    manifest's `peaks`; None where neither names a peak."""
+    gpu = (fingerprint or {}).get("gpu") or state.fingerprint.get("gpu")
+    return resolve_floor(gpu, manifest.peaks)
+
+
+def shape_dtypes(manifest: Manifest) -> dict[str, str | None]:
+    return {shape["label"]: shape.get("dtype") for shape in manifest.target_shapes}
 
 
 # -- rates ------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from kgit.judge.stats import (
     unsure_regressions,
 )
 from kgit.records.manifest import Thresholds
-from kgit.records.notes import ACCEPTED, ACCEPTED_TRADEOFF, ROLLED_BACK
+from kgit.records.notes import ACCEPTED, ACCEPTED_TRADEOFF, ACCEPTING, ROLLED_BACK
 
 REMEASURE = "REMEASURE"  # not a decision: the engine runs the harness again
 
@@ -60,7 +60,7 @@ class Verdict:
 
     @property
     def accepts(self) -> bool:
-        return self.decision in (ACCEPTED, ACCEPTED_TRADEOFF)
+        return self.decision in ACCEPTING
 
     @property
     def aggregate(self) -> float | None:

@@ -26,7 +26,19 @@ ERROR = "ERROR"
 ACCEPTED = "ACCEPTED"
 ACCEPTED_TRADEOFF = "ACCEPTED (trade-off)"
 ROLLED_BACK = "ROLLED BACK"
-ACCEPTING = (ACCEPTED, ACCEPTED_TRADEOFF)
+ACCEPTING = (ACCEPTED, ACCEPTED_TRADEOFF)  # the decisions that move the best line
+KEPT = (*ACCEPTING, BASELINE)  # the rounds the best line holds
+FINAL = (*KEPT, ROLLED_BACK)  # a round note with one of these is closed
+
+# How a killed command left the open round (kgit/engine/recovery.py): an accept that moved the
+# best line, or a rollback that marked the note, both not yet recorded.
+ACCEPT = "accept"
+ROLLBACK = "rollback"
+
+# How a note on a notes ref differs from the one kgit recorded (kgit/engine/seal.py).
+CHANGED = "changed"  # the notes ref holds another note than kgit recorded
+MISSING = "missing"  # kgit recorded a note the notes ref no longer holds
+UNRECORDED = "unrecorded"  # a note kgit never wrote (and not a copy of one it did)
 
 
 def _check_version(data: dict[str, Any], current: int, what: str) -> None:
@@ -246,7 +258,7 @@ class RoundNote:
 
     @property
     def accepted(self) -> bool:
-        return self.status in ACCEPTING or self.status == BASELINE
+        return self.status in KEPT
 
     def values(self) -> dict[str, float]:
         """Primary metric per PASS shape."""

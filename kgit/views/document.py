@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kgit.records.notes import ERROR, KEPT, ROLLED_BACK
+
 
 @dataclass(frozen=True)
 class Heading:
@@ -107,8 +109,8 @@ _INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*")
 # Words the HTML colours (green: held, red: did not), always as text too: a mark that is colour
 # or an emoji alone is lost without an emoji font, in print and to colour-blind readers.
 PASS_MARK, FAIL_MARK = "**PASS**", "**FAIL**"
-_GOOD = {"PASS", "ACCEPTED", "ACCEPTED (trade-off)", "BASELINE", "reached"}
-_BAD = {"FAIL", "ERROR", "ROLLED BACK"}
+_GOOD = {"PASS", *KEPT, "reached"}
+_BAD = {"FAIL", ERROR, ROLLED_BACK}
 
 
 def _verdict_class(text: str) -> str:

@@ -11,7 +11,7 @@ from kgit.views.lineage import github_table
 from kgit.views.numbers import num, percent, signed
 
 if TYPE_CHECKING:
-    from kgit.engine.campaign import Campaign
+    from kgit.records.reader import RecordReader
 
 
 def render_final_report(data: dict[str, Any]) -> str:
@@ -70,7 +70,7 @@ def render_final_report(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_final_note(campaign: Campaign, data: dict[str, Any]) -> str:
+def render_final_note(campaign: RecordReader, data: dict[str, Any]) -> str:
     """What `kgit finish` records: the acceptance summary, then the full `kgit report`."""
     summary = render_final_report(data)
     try:

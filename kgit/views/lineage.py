@@ -1,224 +1,13 @@
-"""Read-only views of a campaign: `kgit status`, `kgit log`, `kgit show`.
-
-Each view is data first (a dict or a list of dicts, the `--json` output) and text second.
-"""
+"""The text of `kgit status` and `kgit log`, from the data the engine read
+(kgit/engine/status.py, kgit/engine/lineage.py: the `--json` output)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from kgit.engine.campaign import Campaign, write_cache
-from kgit.engine.hooks import hooks_missing
-from kgit.engine.recovery import (
-    ACCEPT,
-    ROLLBACK,
-    closed_round_checked_out,
-    interrupted_close,
-    stray_round_branches,
-)
-from kgit.engine.seal import CHANGED, UNRECORDED, drifts
-from kgit.engine.trust import trust_of
-from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
-from kgit.judge.scoring import pct
-from kgit.records.gate_audit import GateAudit
-from kgit.records.names import parse_round_branch
-from kgit.records.notes import ACCEPTING, BASELINE, ROLLED_BACK, RoundNote
+from kgit.records.notes import ACCEPT, CHANGED, ROLLBACK
+from kgit.records.reader import RecordReader
 from kgit.views.numbers import num, signed
-
-
-def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
-    """The whole lineage, rejected rounds included, as kgit recorded it; `note` says when the
-    round's note on the notes ref differs from that record (changed or missing)."""
-    baseline = rounds[0][1] if rounds and rounds[0][1].status == BASELINE else None
-    drifted = {d.target: d.how for d in drifts(campaign, ["rounds"]) if d.how != UNRECORDED}
-    rows = []
-    for commit, note in rounds:
-        vs_base = note.delta_vs_baseline_pct
-        # Older notes carry no delta: derived from the aggregates only over the same shapes.
-        if vs_base is None and baseline and note.aggregate and baseline.aggregate:
-            if note is baseline:
-                vs_base = 0.0
-            elif note.level == baseline.level:
-                vs_base = pct(note.aggregate, baseline.aggregate)
-        rows.append(
-            {
-                "round": note.round,
-                "status": note.status,
-                "hypothesis": note.hypothesis,
-                "aggregate": note.aggregate,
-                "delta_vs_baseline_pct": vs_base,
-                "delta_vs_best_pct": note.delta_vs_best_pct,
-                "level": note.level,
-                "commit": commit,
-                "decided_at": note.decided_at,
-                "decision": note.decision,
-                "reason": note.rollback_reason,
-                "attribution": note.attribution,
-                "lesson": note.lesson,
-                "note": drifted.get(commit),
-            }
-        )
-    for lost in campaign.state.abandoned:  # rolled back before any commit: no note to hold them
-        rows.append(
-            {
-                "round": lost["round"],
-                "status": ROLLED_BACK,
-                "hypothesis": lost["hypothesis"],
-                "aggregate": None,
-                "delta_vs_baseline_pct": None,
-                "delta_vs_best_pct": None,
-                "level": None,
-                "commit": None,
-                "decided_at": lost["at"],
-                "decision": ROLLED_BACK,
-                "reason": lost.get("reason"),
-                "attribution": None,
-                "lesson": lost.get("lesson"),
-                "note": None,
-            }
-        )
-    return sorted(rows, key=lambda row: row["round"])
-
-
-def lineage(campaign: Campaign) -> list[dict[str, Any]]:
-    """`log_rows` of every round, cached in .git/kgit/cache/ under the commits of the notes ref
-    and the campaign record it was computed from: any new note or state moves one of them.
-    At 1,000 rounds this saves listing, loading and building every note (~70 ms of 0.3 s)."""
-    key = [campaign.notes_at_load, campaign.record_sha]
-    path = campaign.repo.kgit_dir() / "cache" / f"lineage-{campaign.name}.json"
-    try:
-        cached = json.loads(path.read_bytes())
-        if cached.get("key") == key and key[0]:
-            return list(cached["rows"])
-    except (OSError, ValueError, AttributeError):
-        pass
-    rows = log_rows(campaign, campaign.all_rounds(with_shapes=False))
-    if key[0]:
-        write_cache(path, {"key": key, "rows": rows})
-    return rows
-
-
-def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
-    rows = lineage(campaign)
-    recorded = [row for row in rows if row["commit"]]
-    best_tip = campaign.best_at_load or campaign.best_tip()
-    best_row = next((row for row in recorded if row["commit"] == best_tip), None)
-    parsed = parse_round_branch(branch)
-    here = (
-        campaign.state.open_numbered(parsed[1]) if parsed and parsed[0] == campaign.name else None
-    )
-    open_round = here or campaign.state.open_round  # this work tree's round, else the oldest
-    statuses = [row["status"] for row in rows]
-    stall = consecutive_rollbacks(statuses)
-    data: dict[str, Any] = {
-        "campaign": campaign.name,
-        "target": {
-            "op": campaign.manifest.target_op,
-            "backend": campaign.manifest.target_backend,
-            "gpu": campaign.manifest.target_gpu,
-            "metric": campaign.manifest.primary_metric,
-        },
-        "branch": branch,
-        "baselined": campaign.state.baselined,
-        "finished": campaign.state.finished,
-        "best": {
-            "ref": campaign.refs.best,
-            "commit": best_tip,
-            "round": best_row["round"] if best_row else None,
-            "aggregate": best_row["aggregate"] if best_row else None,
-        },
-        "baseline_aggregate": recorded[0]["aggregate"] if recorded else None,
-        "rounds_recorded": len(statuses),
-        "accepted": sum(status in ACCEPTING for status in statuses),
-        "rolled_back": statuses.count(ROLLED_BACK),
-        "next_round": campaign.state.next_round,
-        "max_iterations": campaign.manifest.max_iterations,
-        "representative_shapes": campaign.state.representative,
-        "open_round": None,
-        # Every round in flight (several at once when each has its own work tree).
-        "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
-        "consecutive_rollbacks": stall,
-        # A finished campaign has no next round to review or escalate.
-        "stagnation_review_due": stagnation_review_due(stall) and not campaign.state.finished,
-        "escalation": None if campaign.state.finished else escalation(stall),
-        # A closed round's branch still checked out (a kill at the end of accept or rollback).
-        "closed_round_checked_out": closed_round_checked_out(campaign, branch),
-        # Round branches no open round owns (kgit doctor explains each).
-        "stray_branches": [b.short for b in stray_round_branches(campaign)],
-        # Unstaged edits the commit gate set aside and could not put back (a killed commit).
-        "saved_patches": saved_patches(campaign),
-        # Whether this repository approves the manifest's commands (kgit/engine/trust.py).
-        "trusted": trust_of(campaign).trusted,
-        # Whether kgit's commit gate is installed in this clone (a clone gets no hooks).
-        "gate_installed": not hooks_missing(campaign.repo),
-        # Rounds whose note on the notes ref differs from what kgit recorded (kgit doctor).
-        "notes_changed": [row["round"] for row in rows if row.get("note")],
-        # The latest gate audit's counts and survivors (kgit gate audit), None before any.
-        "gate_audit": _gate_audit(campaign),
-    }
-    if open_round:
-        tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
-        has_commit = tip is not None and tip != open_round.parent
-        # The round's own verdict: with no commit yet the tip is the best line's commit, whose
-        # row is an earlier round's.
-        row = next(
-            (r for r in recorded if r["commit"] == tip and r["round"] == open_round.number), None
-        )
-        gate = campaign.read_gate(campaign.repo.tree_of(tip)) if has_commit and tip else None
-        data["open_round"] = {
-            "round": open_round.number,
-            "hypothesis": open_round.hypothesis,
-            "branch": campaign.refs.round_branch(open_round.number),
-            "has_commit": has_commit,
-            "branch_missing": tip is None,
-            "verdict": row["decision"] if row else None,
-            # The commit gate's result on the tip's tree: None when never gated (--no-verify).
-            "gate": None if gate is None else ("passed" if gate.passed else "failed"),
-            # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
-            "interrupted": interrupted_close(
-                open_round,
-                tip,
-                best_tip,
-                row["status"] if row and row["round"] == open_round.number else None,
-            ),
-        }
-    data["next_step"] = next_step(data)
-    return data
-
-
-def next_step(data: dict[str, Any]) -> str:
-    if not data["trusted"] and not data["finished"]:
-        return f"kgit trust --campaign {data['campaign']}"
-    if not data.get("gate_installed", True) and not data["finished"]:
-        return "kgit hooks install"
-    if not data["baselined"]:
-        return "kgit baseline"
-    if data["finished"]:
-        return "the campaign is finished: kgit log"
-    current = data["open_round"]
-    best = data["best"]["ref"].removeprefix("refs/heads/")
-    if current is None:
-        if data["closed_round_checked_out"] is not None:
-            return f"git checkout {best}"
-        return 'kgit round start "HYPOTHESIS"'
-    if current["interrupted"] == ROLLBACK:
-        return 'kgit round rollback --reason "..."'
-    if current["branch_missing"]:
-        return "kgit doctor --fix"
-    if data["branch"] != current["branch"]:
-        return f"git checkout {current['branch'].removeprefix('refs/heads/')}"
-    if current["interrupted"] == ACCEPT and current["verdict"] in ACCEPTING:
-        return "kgit round accept"
-    if not current["has_commit"]:
-        return "edit the kernel, then git commit (the hook gates it)"
-    if current["verdict"] is None and current.get("gate") == "failed":
-        return "fix the kernel and commit again (the correctness gate failed on this commit)"
-    if current["verdict"] is None:
-        return "kgit round validate"
-    if current["verdict"] in ACCEPTING:
-        return "kgit round accept"
-    return 'kgit round rollback --reason "..."'
 
 
 def render_status(data: dict[str, Any]) -> str:
@@ -258,11 +47,6 @@ def render_status(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _gate_audit(campaign: Campaign) -> dict[str, Any] | None:
-    stored = campaign.state.gate_audit
-    return GateAudit.from_dict(stored).summary() if stored else None
-
-
 def gate_audit_lines(summary: dict[str, Any] | None, best_commit: str) -> list[str]:
     """`kgit status`'s line about the latest audit (nothing when none was recorded)."""
     if summary is None:
@@ -285,11 +69,6 @@ def gate_audit_lines(summary: dict[str, Any] | None, best_commit: str) -> list[s
         + (f" ({survivors}{more})" if survivors else "")
         + f"{never}: the gate passes wrong kernels; kgit gate audit shows them"
     ]
-
-
-def saved_patches(campaign: Campaign) -> list[str]:
-    folder = campaign.repo.kgit_dir() / "patches"
-    return [str(p) for p in sorted(folder.glob("*.patch"))] if folder.is_dir() else []
 
 
 def _recovery_lines(data: dict[str, Any]) -> list[str]:
@@ -386,7 +165,7 @@ def _said(row: dict[str, Any]) -> str:
     return "; ".join(f"{key}: {text}" for key, text in words if text)
 
 
-def quick_is_subset(campaign: Campaign) -> bool:
+def quick_is_subset(campaign: RecordReader) -> bool:
     """Whether quick validations measure fewer shapes than full ones (inactive shapes, failing
     at baseline, are in neither)."""
     inactive = set(campaign.state.inactive)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kgit.engine.campaign import Campaign
-from kgit.engine.seal import problems_by_commit
 from kgit.errors import KgitError
 from kgit.records.message import recorded_fields
 from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote
+from kgit.records.reader import RecordReader
 from kgit.records.schema import BenchTable, parse_bench_csv
 
 
@@ -54,20 +53,19 @@ def _table(csv: bytes | None, note: RoundNote, frozen: tuple[str, ...] | None) -
 
 
 def load_rounds(
-    campaign: Campaign, diff_paths: tuple[str, ...] = (), only: int | None = None
+    campaign: RecordReader, diff_paths: tuple[str, ...] = (), only: int | None = None
 ) -> list[RoundView]:
     """Every round of CAMPAIGN in round order, abandoned ones included (ONLY: that round).
     DIFF_PATHS limits the diffstats to those paths (the export limits them to the kernel)."""
-    repo = campaign.repo
     rounds = [(c, n) for c, n in campaign.all_rounds() if only in (None, n.round)]
     commits = [c for c, _ in rounds]
     bench_blobs = campaign.recorded("bench")
-    drifted = problems_by_commit(campaign, ("rounds", "bench"))
+    drifted = campaign.note_problems(("rounds", "bench"))
     wanted = {c: bench_blobs[c] for c in commits if c in bench_blobs}
-    blobs = repo.read_blobs(list(dict.fromkeys(wanted.values())))
+    blobs = campaign.read_blobs(list(dict.fromkeys(wanted.values())))
     pairs = [(n.parent, c) for c, n in rounds if n.parent]
-    stats = repo.diffstats(pairs, diff_paths)
-    messages = repo.commit_messages(commits)
+    stats = campaign.diffstats(pairs, diff_paths)
+    messages = campaign.commit_messages(commits)
     frozen = tuple(campaign.state.frozen_header or ()) or None
     views = []
     for commit, note in rounds:
@@ -111,6 +109,6 @@ def _said(note: RoundNote) -> dict[str, str]:
     return {key: text for key, text in said.items() if text}
 
 
-def load_round(campaign: Campaign, number: int) -> RoundView | None:
+def load_round(campaign: RecordReader, number: int) -> RoundView | None:
     found = load_rounds(campaign, only=number)
     return found[0] if found else None

@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgit.engine.campaign import Campaign
-from kgit.engine.integrity import campaign_floor, change_files
+from kgit.judge.floor import campaign_floor
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
 from kgit.judge.termination import termination
 from kgit.judge.trend import memory_bound
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
+from kgit.records.reader import RecordReader
 from kgit.views.document import (
     FAIL_MARK,
     PASS_MARK,
@@ -44,7 +44,7 @@ OK, NO = PASS_MARK, FAIL_MARK  # words, coloured in HTML (kgit/views/document.py
 REACHED, NOT_REACHED = "**reached**", "**not reached**"
 
 
-def _target(campaign: Campaign) -> dict[str, Any]:
+def _target(campaign: RecordReader) -> dict[str, Any]:
     m, state = campaign.manifest, campaign.state
     return {
         "op": m.target_op,
@@ -63,19 +63,19 @@ def _target(campaign: Campaign) -> dict[str, Any]:
         "max_iterations": m.max_iterations,
         "base": state.base,
         "created": state.created,
-        "peaks": floor.to_dict() if (floor := campaign_floor(campaign)) else None,
+        "peaks": floor.to_dict() if (floor := campaign_floor(m, state)) else None,
     }
 
 
-def _efficiency(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
+def _efficiency(campaign: RecordReader, best: RoundView | None) -> dict[str, Any]:
     """Rule 10's "acceptable hardware efficiency", measured as each shape's % of the device's
     peak where the peaks are known (kgit/judge/termination.py never calls it reached)."""
     pcts = {k: v for k, v in (peak_pcts(campaign, best) if best else {}).items() if v is not None}
-    floor = campaign_floor(campaign)
+    floor = campaign_floor(campaign.manifest, campaign.state)
     return {"measured": bool(pcts), "device": floor.device if floor else None, "pct_of_peak": pcts}
 
 
-def _termination(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
+def _termination(campaign: RecordReader, best: RoundView | None) -> dict[str, Any]:
     return termination(
         target=campaign.manifest.performance_target,
         best_aggregate=best.note.aggregate if best is not None and best.note is not None else None,
@@ -86,8 +86,8 @@ def _termination(campaign: Campaign, best: RoundView | None) -> dict[str, Any]:
     )
 
 
-def _applicability(campaign: Campaign, best_commit: str) -> dict[str, Any]:
-    files = change_files(campaign.repo, campaign.state.base, best_commit)
+def _applicability(campaign: RecordReader, best_commit: str) -> dict[str, Any]:
+    files = campaign.change_files(campaign.state.base, best_commit)
     return {
         "diff": f"{campaign.state.base[:10]}..{best_commit[:10]}",
         "files": sorted(path for path, (_, new) in files.items() if new is not None),
@@ -98,15 +98,15 @@ def _applicability(campaign: Campaign, best_commit: str) -> dict[str, Any]:
     }
 
 
-def _gate_audit(campaign: Campaign) -> dict[str, Any] | None:
+def _gate_audit(campaign: RecordReader) -> dict[str, Any] | None:
     stored = campaign.state.gate_audit
     return audit_data(GateAudit.from_dict(stored)) if stored else None
 
 
-def report_data(campaign: Campaign, plots: list[Path] | None = None) -> dict[str, Any]:
+def report_data(campaign: RecordReader, plots: list[Path] | None = None) -> dict[str, Any]:
     views = load_rounds(campaign)
     metric = campaign.manifest.primary_metric
-    best_commit = campaign.best_at_load or campaign.best_tip()
+    best_commit = campaign.best_commit()
     best = next((v for v in views if v.commit == best_commit), None)
     baseline = next((v for v in views if v.is_baseline), None)
     base_agg = baseline.note.aggregate if baseline and baseline.note else None
@@ -392,7 +392,7 @@ def report_document(data: dict[str, Any]) -> Document:
     return doc
 
 
-def plots_for(data: dict[str, Any], campaign: Campaign, folder: Path) -> list[Path]:
+def plots_for(data: dict[str, Any], campaign: RecordReader, folder: Path) -> list[Path]:
     from kgit.views.plots import write_plots
 
     labels = [

@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgit.engine.campaign import Campaign
 from kgit.errors import UsageError
 from kgit.judge.trend import memory_bound
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import RoundNote
+from kgit.records.reader import RecordReader
 from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.views.document import Document, to_markdown
 from kgit.views.numbers import num, signed
@@ -40,7 +40,7 @@ def _yaml(data: Any) -> str:
     return text
 
 
-def seed_manifest(campaign: Campaign) -> dict[str, Any]:
+def seed_manifest(campaign: RecordReader) -> dict[str, Any]:
     m, state = campaign.manifest, campaign.state
     sources = list(m.kernel_source)
     return {
@@ -78,7 +78,7 @@ def seed_manifest(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-def _front_matter(view: RoundView, campaign: Campaign) -> dict[str, Any]:
+def _front_matter(view: RoundView, campaign: RecordReader) -> dict[str, Any]:
     if view.note is None:
         lost = next(a for a in campaign.state.abandoned if a["round"] == view.number)
         return {
@@ -99,13 +99,13 @@ def _front_matter(view: RoundView, campaign: Campaign) -> dict[str, Any]:
     }
 
 
-def summary_file(view: RoundView, campaign: Campaign) -> str:
+def summary_file(view: RoundView, campaign: RecordReader) -> str:
     summary = summary_data(view, peak_pcts(campaign, view))
     body = to_markdown(Document(summary_blocks(summary, 1, with_commit=False)))
     return f"---\n{_yaml(_front_matter(view, campaign))}---\n\n{body}"
 
 
-def optimize_log(campaign: Campaign, views: list[RoundView]) -> str:
+def optimize_log(campaign: RecordReader, views: list[RoundView]) -> str:
     lines = [f"# Optimization log: {campaign.name}", ""]
     for view in views:
         note = view.note
@@ -124,7 +124,7 @@ def optimize_log(campaign: Campaign, views: list[RoundView]) -> str:
     return "\n".join(lines)
 
 
-def trend_file(campaign: Campaign, views: list[RoundView]) -> str:
+def trend_file(campaign: RecordReader, views: list[RoundView]) -> str:
     metric = campaign.manifest.primary_metric
     data = {
         "target": {"metric": metric},
@@ -135,8 +135,8 @@ def trend_file(campaign: Campaign, views: list[RoundView]) -> str:
     return to_markdown(Document(trend_blocks(data)))
 
 
-def _harness_files(campaign: Campaign) -> dict[str, bytes]:
-    record = campaign.repo.read_tree_files(campaign.record_sha)
+def _harness_files(campaign: RecordReader) -> dict[str, bytes]:
+    record = campaign.record_files()
     prefix = f"{HARNESS_DIR}/"
     copies = {p.removeprefix(prefix): d for p, d in record.items() if p.startswith(prefix)}
     ordered = [p for p in campaign.manifest.protected_paths if p in copies]
@@ -146,10 +146,10 @@ def _harness_files(campaign: Campaign) -> dict[str, bytes]:
     return files
 
 
-def _snapshots(campaign: Campaign, views: list[RoundView]) -> dict[str, bytes]:
+def _snapshots(campaign: RecordReader, views: list[RoundView]) -> dict[str, bytes]:
     kernel = list(campaign.manifest.kernel_source)
     wanted = [(v, path) for v in views if v.commit for path in kernel]
-    found = campaign.repo.read_objects([f"{v.commit}:{path}" for v, path in wanted])
+    found = campaign.read_objects([f"{v.commit}:{path}" for v, path in wanted])
     return {
         f"rounds/round-{v.number}/kernel_snapshot/{path}": obj[1]
         for (v, path), obj in zip(wanted, found, strict=True)
@@ -157,7 +157,7 @@ def _snapshots(campaign: Campaign, views: list[RoundView]) -> dict[str, bytes]:
     }
 
 
-def export_files(campaign: Campaign) -> dict[str, bytes]:
+def export_files(campaign: RecordReader) -> dict[str, bytes]:
     views = load_rounds(campaign, diff_paths=tuple(campaign.manifest.kernel_source))
     for view in views:  # render from the note as stored in summary.md (floats to 6 digits)
         if view.note is not None:
@@ -175,7 +175,7 @@ def export_files(campaign: Campaign) -> dict[str, bytes]:
     return files
 
 
-def export_campaign(campaign: Campaign, folder: Path) -> dict[str, Any]:
+def export_campaign(campaign: RecordReader, folder: Path) -> dict[str, Any]:
     files = export_files(campaign)  # read the whole record first: nothing is written on an error
     try:
         if folder.is_dir() and any(folder.iterdir()):

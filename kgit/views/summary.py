@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kgit.engine.campaign import Campaign
-from kgit.engine.integrity import campaign_floor, shape_dtypes
 from kgit.errors import UsageError
-from kgit.judge.floor import pct_of_peak
+from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.records.notes import BASELINE, ROLLED_BACK
+from kgit.records.reader import RecordReader
 from kgit.records.schema import BenchTable
 from kgit.views.document import Block, Bullets, Code, Document, Heading, Para, Table, to_markdown
 from kgit.views.numbers import num, percent, signed
@@ -32,12 +31,12 @@ def snr_by_shape(table: BenchTable | None) -> dict[str, dict[str, float]]:
     return {r.label: {c.removesuffix("_snr"): r.values[c] for c in columns} for r in table.rows}
 
 
-def peak_pcts(campaign: Campaign, view: RoundView) -> dict[str, float | None]:
+def peak_pcts(campaign: RecordReader, view: RoundView) -> dict[str, float | None]:
     """Each shape's primary metric as a percentage of the device's peak (the physical floor's
     peaks for the round's GPU, or the manifest's); None where no peak is known."""
     if view.note is None:
         return {}
-    floor = campaign_floor(campaign, view.note.fingerprint)
+    floor = campaign_floor(campaign.manifest, campaign.state, view.note.fingerprint)
     dtypes, metric = shape_dtypes(campaign.manifest), view.note.metric
     return {
         s.label: pct_of_peak(s.value, metric, dtypes.get(s.label), floor) for s in view.note.shapes
@@ -225,7 +224,7 @@ def render_summary(data: dict[str, Any], with_commit: bool = True) -> str:
 
 
 def show_round(
-    campaign: Campaign, number: int, with_csv: bool
+    campaign: RecordReader, number: int, with_csv: bool
 ) -> tuple[dict[str, Any], Callable[[dict[str, Any]], str]]:
     """`kgit show`: the data (`commit`, `note`, `csv` as before, plus `summary`) and its text."""
     view = load_round(campaign, number)

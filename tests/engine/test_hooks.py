@@ -61,6 +61,26 @@ def test_the_gate_tests_exactly_the_staged_snapshot(campaign: Path) -> None:
     assert not list((repo / ".git" / "kgit" / "patches").glob("*.patch"))
 
 
+def test_a_commit_beside_an_intent_to_add_file_keeps_every_edit(campaign: Path) -> None:
+    # `git add -N` puts an empty entry in the index: setting the unstaged edits aside used to
+    # empty the new file, then fail to put the edits back (they were left in a patch).
+    repo = campaign
+    run_kgit("round", "start", "stage carefully")
+    kernel = repo / "kernel.txt"
+    kernel.write_text("speed: 130\n")
+    git(repo, "add", "kernel.txt")
+    kernel.write_text("speed: 130\nBUG\n")
+    (repo / "notes.txt").write_text("for later\n")
+    git(repo, "add", "-N", "notes.txt")
+    done = commit(repo, "staged part", all_files=False)
+    assert done.returncode == 0, done.stderr
+    assert git(repo, "show", "HEAD:kernel.txt") == "speed: 130"
+    assert kernel.read_text() == "speed: 130\nBUG\n"
+    assert (repo / "notes.txt").read_text() == "for later\n"
+    assert git(repo, "diff", "--name-only", "--diff-filter=A") == "notes.txt"
+    assert not list((repo / ".git" / "kgit" / "patches").glob("*"))
+
+
 def test_amend_keeps_the_round_notes(campaign: Path) -> None:
     repo = campaign
     run_kgit("round", "start", "amend me")

@@ -48,11 +48,12 @@ def test_report_facts(reviewed: Path) -> None:
 
 def test_rule9_flags_an_accepted_round_that_lowered_the_step_metric(reviewed: Path) -> None:
     from kgit.engine.campaign import Campaign
+    from kgit.engine.reader import CampaignReader
     from kgit.gitdoor import open_repo
     from kgit.views.record import load_rounds
     from kgit.views.trend import rule9
 
-    views = load_rounds(Campaign.load(open_repo(reviewed), "c1"))
+    views = load_rounds(CampaignReader(Campaign.load(open_repo(reviewed), "c1")))
     slower = next(v for v in views if v.number == 4)
     assert slower.note is not None
     slower.note.status = "ACCEPTED"  # as if round-4 (10% slower) had been accepted

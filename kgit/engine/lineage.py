@@ -1,0 +1,85 @@
+"""A campaign's lineage as `kgit log` and `kgit status` read it: one row per round, rejected
+rounds included, as kgit recorded it; cached under .git/kgit/cache/ (the views only render the
+rows)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kgit.engine.campaign import Campaign, write_cache
+from kgit.engine.seal import drifts
+from kgit.judge.scoring import pct
+from kgit.records.notes import BASELINE, ROLLED_BACK, UNRECORDED, RoundNote
+
+
+def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
+    """The whole lineage, rejected rounds included, as kgit recorded it; `note` says when the
+    round's note on the notes ref differs from that record (changed or missing)."""
+    baseline = rounds[0][1] if rounds and rounds[0][1].status == BASELINE else None
+    drifted = {d.target: d.how for d in drifts(campaign, ["rounds"]) if d.how != UNRECORDED}
+    rows = []
+    for commit, note in rounds:
+        vs_base = note.delta_vs_baseline_pct
+        # Older notes carry no delta: derived from the aggregates only over the same shapes.
+        if vs_base is None and baseline and note.aggregate and baseline.aggregate:
+            if note is baseline:
+                vs_base = 0.0
+            elif note.level == baseline.level:
+                vs_base = pct(note.aggregate, baseline.aggregate)
+        rows.append(
+            {
+                "round": note.round,
+                "status": note.status,
+                "hypothesis": note.hypothesis,
+                "aggregate": note.aggregate,
+                "delta_vs_baseline_pct": vs_base,
+                "delta_vs_best_pct": note.delta_vs_best_pct,
+                "level": note.level,
+                "commit": commit,
+                "decided_at": note.decided_at,
+                "decision": note.decision,
+                "reason": note.rollback_reason,
+                "attribution": note.attribution,
+                "lesson": note.lesson,
+                "note": drifted.get(commit),
+            }
+        )
+    for lost in campaign.state.abandoned:  # rolled back before any commit: no note to hold them
+        rows.append(
+            {
+                "round": lost["round"],
+                "status": ROLLED_BACK,
+                "hypothesis": lost["hypothesis"],
+                "aggregate": None,
+                "delta_vs_baseline_pct": None,
+                "delta_vs_best_pct": None,
+                "level": None,
+                "commit": None,
+                "decided_at": lost["at"],
+                "decision": ROLLED_BACK,
+                "reason": lost.get("reason"),
+                "attribution": None,
+                "lesson": lost.get("lesson"),
+                "note": None,
+            }
+        )
+    return sorted(rows, key=lambda row: row["round"])
+
+
+def lineage(campaign: Campaign) -> list[dict[str, Any]]:
+    """`log_rows` of every round, cached in .git/kgit/cache/ under the commits of the notes ref
+    and the campaign record it was computed from: any new note or state moves one of them.
+    At 1,000 rounds this saves listing, loading and building every note (~70 ms of 0.3 s)."""
+    key = [campaign.notes_at_load, campaign.record_sha]
+    path = campaign.repo.kgit_dir() / "cache" / f"lineage-{campaign.name}.json"
+    try:
+        cached = json.loads(path.read_bytes())
+        if cached.get("key") == key and key[0]:
+            return list(cached["rows"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    rows = log_rows(campaign, campaign.all_rounds(with_shapes=False))
+    if key[0]:
+        write_cache(path, {"key": key, "rows": rows})
+    return rows
