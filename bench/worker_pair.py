@@ -12,8 +12,9 @@ of each shape's Forward GB/s with a 95% interval over the quads:
   together    A and B started at once.
 
 With --relocate, each side's units are placed anew in device memory once a quad, as kgit's
-validations do (kgit/measure/timing_blocks.py): the steady difference should then become noise within
-the interval.
+validations do (kgit/measure/timing_blocks.py). With --units K, each worker keeps K units per
+shape, at K places in device memory at once, and takes them in turn, one a block (a quad's two
+blocks of a side then average two places); a difference that placement makes should shrink.
 
 An A/A ratio away from 1 by more than its interval is a difference between the two processes
 that kgit's pair statistics cannot see within one validation. The table is printed last; rows go
@@ -153,10 +154,11 @@ def main() -> int:
     parser.add_argument("--block-ms", type=float, default=25.0)
     parser.add_argument("--configs", default="sequential,swapped,together")
     parser.add_argument(
-        "--from-driver",
-        action="store_true",
-        help="with --relocate: each relocation frees the unit and empties the cache first "
-        "(KGIT_RELOCATE_FROM_DRIVER=1 in both workers)",
+        "--units",
+        type=int,
+        default=1,
+        help="measuring units per shape in each worker, built at once at as many places in "
+        "device memory and taken in turn, one a block (KGIT_BLOCK_UNITS in both workers)",
     )
     parser.add_argument(
         "--relocate",
@@ -165,8 +167,7 @@ def main() -> int:
     )
     parser.add_argument("--sizes", default=",".join(f"{m}x{n}" for m, n in SIZES))
     args = parser.parse_args()
-    if args.from_driver:
-        os.environ["KGIT_RELOCATE_FROM_DRIVER"] = "1"  # the workers inherit it
+    os.environ["KGIT_BLOCK_UNITS"] = str(args.units)  # the workers inherit it
     scratch = Path(tempfile.mkdtemp(prefix="worker-pair-"))
     sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
     shapes = [{"label": f"rmsnorm_{m}x{n}", "M": m, "N": n} for m, n in sizes]

@@ -20,7 +20,7 @@ from typing import TypeVar
 import torch
 
 from kgit.measure.timing_blocks import (
-    RELOCATE_FROM_DRIVER_ENV,
+    BLOCK_UNITS_ENV,
     block_mode,
     block_timing,
     once_per_shape,
@@ -41,7 +41,7 @@ from kgit.measure.timing_core import (
 T = TypeVar("T")
 
 __all__ = [
-    "RELOCATE_FROM_DRIVER_ENV",
+    "BLOCK_UNITS_ENV",
     "Timing",
     "block_mode",
     "nbytes",

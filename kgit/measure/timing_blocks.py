@@ -56,7 +56,10 @@ BLOCK_POOL_MAX = 32
 # never more than this share of the free device memory.
 RELOCATION_PAD_MAX = 2 * 1024**3
 RELOCATION_PAD_SHARE = 0.05
-RELOCATE_FROM_DRIVER_ENV = "KGIT_RELOCATE_FROM_DRIVER"
+# An experiment (bench/worker_pair.py --units K): each call site keeps K units, built at once at
+# K places in device memory and all alive, and its blocks take them in turn, so that each side's
+# figure is a mean over K places instead of one.
+BLOCK_UNITS_ENV = "KGIT_BLOCK_UNITS"
 _placement = random.Random()  # its own: a harness seeding `random` must not fix the places
 
 
@@ -113,11 +116,29 @@ def block_timing(make_inputs: Callable[[], T], fn: Callable[[T], object]) -> Tim
         return None
     key = block.next_key()
     if key not in _kept:
-        _kept[key] = _prepare_block(make_inputs, fn, block.ms)
-    elif block.relocate:
-        _kept[key] = _kept[key].relocated()  # the old unit is freed here, at once
-    timer: _BlockTimer = _kept[key]
-    return timer.time(block.ms)
+        count = max(1, int(os.environ.get(BLOCK_UNITS_ENV) or 1))
+        _kept[key] = _Units([_prepare_block(make_inputs, fn, block.ms) for _ in range(count)])
+        return _kept[key].next(relocate=False).time(block.ms)
+    units: _Units = _kept[key]
+    return units.next(block.relocate).time(block.ms)
+
+
+@dataclass
+class _Units:
+    """A call site's measuring units (one, but for the BLOCK_UNITS_ENV experiment), taken in
+    turn, one a block."""
+
+    timers: list[_BlockTimer]
+    turn: int = 0
+
+    def next(self, relocate: bool) -> _BlockTimer:
+        """The unit whose turn it is; with RELOCATE, built again at a new place first (the old
+        one is freed here, at once)."""
+        at = self.turn % len(self.timers)
+        self.turn += 1
+        if relocate:
+            self.timers[at] = self.timers[at].relocated()
+        return self.timers[at]
 
 
 @dataclass
@@ -184,16 +205,10 @@ def _relocatable(
 ) -> _BlockTimer:
     def rebuild(old: _BlockTimer) -> _BlockTimer:
         # Built while the old unit still holds its memory, behind a pad of random size: the new
-        # buffers cannot land where the old ones were, nor at one fixed offset from them. The
-        # caching allocator serves them from what this process already holds; with
-        # KGIT_RELOCATE_FROM_DRIVER=1 (an experiment: bench/worker_pair.py --from-driver) the old
-        # unit is freed and the cache given back first, so that the new one is fresh device
-        # memory, drawn by both sides' processes in turn.
-        if os.environ.get(RELOCATE_FROM_DRIVER_ENV) == "1":
-            old.keep.clear()
-            old.run = _released  # its closure held the pool and graph too
-            torch.cuda.synchronize(device)
-            torch.cuda.empty_cache()
+        # buffers cannot land where the old ones were, nor at one fixed offset from them. (The
+        # caching allocator serves them from what this process already holds. Freeing the old
+        # unit and emptying the cache first, so that they came fresh from the driver, moved
+        # nothing on an H200: bench/worker_pair.py, README "Verdicts on the H200".)
         free, _total = torch.cuda.mem_get_info(device)
         steps = max(1, min(RELOCATION_PAD_MAX, int(free * RELOCATION_PAD_SHARE)) // (2 * 1024**2))
         pad = torch.empty(
@@ -205,10 +220,6 @@ def _relocatable(
 
     timer.rebuild = rebuild
     return timer
-
-
-def _released(reps: int) -> tuple[float, bool]:
-    raise RuntimeError("this measuring unit was released when it was relocated")
 
 
 def _cpu_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:

@@ -8,6 +8,7 @@ them.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -122,10 +123,12 @@ def _warm_up(
     # double so a 5 us kernel and a 50 ms kernel both reach the target without a sync per call,
     # up to QUEUED_CALLS: a batch that fills the driver's launch queue blocks the host on the
     # GPU, and the host would then read as slow as the GPU whatever its own cost.
+    # The estimate is the fastest batch's time per call: a batch the host was preempted in reads
+    # slow (and would cut the samples short), none reads fast.
     fn(inputs)
     sync()
     start = time.perf_counter()
-    batch, host_s, wall_s = 1, 0.0, 0.0
+    batch, host_ms, wall_ms = 1, math.inf, math.inf
     while True:
         batch_start = time.perf_counter()
         for _ in range(batch):
@@ -133,8 +136,10 @@ def _warm_up(
         host_s = time.perf_counter() - batch_start
         sync()
         wall_s = time.perf_counter() - batch_start
+        if wall_s * 1e3 / batch < wall_ms:
+            host_ms, wall_ms = host_s * 1e3 / batch, wall_s * 1e3 / batch
         if (time.perf_counter() - start) * 1e3 >= warmup_ms:
-            return _WarmUp(host_s * 1e3 / batch, wall_s * 1e3 / batch)
+            return _WarmUp(host_ms, wall_ms)
         batch = min(batch * 2, QUEUED_CALLS)
 
 

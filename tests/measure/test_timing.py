@@ -183,6 +183,28 @@ def test_a_relocating_block_on_the_cpu_keeps_its_unit() -> None:
     assert made == before and timing.method == "block-perf_counter"
 
 
+def test_blocks_take_a_call_sites_units_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The BLOCK_UNITS_ENV experiment: K units built at once, one a block, in turn.
+    from kgit.measure.timing import BLOCK_UNITS_ENV, block_mode
+
+    monkeypatch.setenv(BLOCK_UNITS_ENV, "3")
+    seen: list[set[int]] = []
+
+    def run(inputs: torch.Tensor) -> None:
+        seen[-1].add(id(inputs))
+
+    pools = []
+    for _ in range(5):  # the first block also runs each unit once, to estimate its time
+        seen.append(set())
+        with block_mode(5.0, "units-in-turn"):
+            time_fn(lambda: torch.zeros(1), run)
+        pools.append(frozenset(seen.pop()))
+    second, third, fourth = pools[1:4]
+    assert not (second & third) and not (third & fourth) and not (second & fourth)
+    assert pools[0] == second | third | fourth, "three units were not built at once"
+    assert pools[4] == second, "the blocks did not come back to the same unit in turn"
+
+
 def test_a_block_unit_is_freed_as_soon_as_it_is_dropped() -> None:
     # A relocated unit's predecessor must go at once: left to the garbage collector, a CUDA
     # graph freed in the middle of the next unit's capture invalidated that capture on an H200.
