@@ -227,15 +227,10 @@ def test_a_block_unit_is_freed_as_soon_as_it_is_dropped() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("from_driver", [False, True])
-def test_a_relocating_block_times_a_unit_built_at_a_new_place(
-    from_driver: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from kgit.measure.timing import RELOCATE_FROM_DRIVER_ENV, block_mode
+def test_a_relocating_block_times_a_unit_built_at_a_new_place() -> None:
+    from kgit.measure.timing import block_mode
 
-    if from_driver:
-        monkeypatch.setenv(RELOCATE_FROM_DRIVER_ENV, "1")
-    label = f"relocate-{from_driver}"
+    label = "relocate"
 
     pools: list[list[torch.Tensor]] = []
 
@@ -259,9 +254,9 @@ def test_a_relocating_block_times_a_unit_built_at_a_new_place(
         places.append({p[0].data_ptr() for p in pools})
         pools.clear()
     assert all(places), "a relocation did not build a new pool"
-    if not from_driver:  # built beside the old unit: never where it was
-        assert not first & places[0]
-        assert all(not a & b for a, b in itertools.pairwise(places))
+    # Built beside the old unit: never where it was.
+    assert not first & places[0]
+    assert all(not a & b for a, b in itertools.pairwise(places))
 
 
 def test_a_block_lasts_about_the_asked_time() -> None:
