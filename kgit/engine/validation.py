@@ -6,8 +6,8 @@ sampling, the baseline against itself (kgit/engine/validation_baseline.py).
 - `seed`: the candidate's passes against the reference's stored per-shape values, re-measured
   in the noise band (the seed's rule 3 and noise rule); here.
 - `interleaved`: the reference's commit in kgit's own work tree (A) and the candidate (B), each a
-  measuring worker when the harness speaks the protocol (kgit/engine/workers.py). Per shape,
-  quads of short blocks A,B,B,A, so that the chip's clock falls on both sides alike; each quad is
+  measuring worker when the harness speaks the protocol (kgit/engine/measuring_sides.py). Per
+  shape, quads of short blocks A,B,B,A, so that the chip's clock falls on both sides alike; each quad is
   one pair of the log-ratio statistics (kgit/judge/stats.py), sampled until the verdict is
   settled. With a plain harness a pair is two whole passes, in alternating order
   (kgit/engine/validation_interleaved.py).

@@ -12,9 +12,9 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
+from kgit.engine.measuring_sides import Launch, Side, launch_side, start_side
 from kgit.engine.passes import HarnessError, Measurement, Say, measure
 from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs, side_means
-from kgit.engine.workers import Launch, Side, launch_side, start_side
 from kgit.engine.worktree import measuring_tree
 from kgit.judge.stats import Pair, calibrate_floors, group_biases
 from kgit.records.evidence import Evidence

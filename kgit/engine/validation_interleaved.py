@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
+from kgit.engine.measuring_sides import Launch, Side, launch_side, start_side
 from kgit.engine.passes import HarnessError, Measurement, Say, check_fingerprint
 from kgit.engine.validation_target import Outcome, Target, evidence_for
-from kgit.engine.workers import Launch, Side, launch_side, start_side
 from kgit.engine.worktree import require_pristine
 from kgit.errors import KgitError
 from kgit.judge.scoring import geomean
