@@ -1,21 +1,27 @@
 """The correctness gate: the manifest's test command on exactly the snapshot being recorded.
 
-The pre-commit hook is the fast path; `kgit round validate` and `accept` look up the gate's result
-by *tree* hash, so a commit made with `--no-verify` is gated again before it can be accepted. The
-result is read from the campaign record (kgit/engine/campaign.py): a gate note written by hand on
-the notes ref passes nothing.
+The pre-commit hook is the fast path: it gates the staged snapshot in the user's work tree, where
+an untracked file (a conftest.py, a module that shadows one the tests import) can turn a failing
+suite green. So `kgit round validate` and `accept` trust only a pass obtained in kgit's clean
+checkout of the commit (the candidate's measuring tree, kgit/engine/worktree.py), looked up by
+*tree* hash, and gate the commit there when it has none: a commit made with `--no-verify` or
+gated only by the hook is gated again before it can be accepted. The result is read from the
+campaign record (kgit/engine/campaign.py): a gate note written by hand on the notes ref passes
+nothing.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.runner import CommandResult, run_command
+from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
-from kgit.records.notes import GateNote
+from kgit.records.notes import CLEAN_CHECKOUT, WORK_TREE, GateNote
 
 Say = Callable[[str], None]
 
@@ -24,13 +30,19 @@ def say_stderr(message: str) -> None:
     print(f"kgit: {message}", file=sys.stderr, flush=True)
 
 
-def run_tests(campaign: Campaign, say: Say, *, echo: bool) -> CommandResult:
+def run_tests(
+    campaign: Campaign, say: Say, *, echo: bool, where: Path | None = None
+) -> CommandResult:
+    """The test command in WHERE (default: the user's work tree)."""
     command = campaign.manifest.test_command
-    say(f"gate: running `{command}`")
-    return run_command(command, campaign.repo.root, campaign.manifest.timeout_s, echo=echo)
+    say(f"gate: running `{command}`" + (" in kgit's clean checkout" if where else ""))
+    folder = where or campaign.repo.root
+    return run_command(command, folder, campaign.manifest.timeout_s, echo=echo)
 
 
-def record_gate(campaign: Campaign, tree: str, result: CommandResult) -> GateNote:
+def record_gate(
+    campaign: Campaign, tree: str, result: CommandResult, where: str = WORK_TREE
+) -> GateNote:
     note = GateNote(
         campaign=campaign.name,
         passed=result.ok,
@@ -38,6 +50,7 @@ def record_gate(campaign: Campaign, tree: str, result: CommandResult) -> GateNot
         seconds=round(result.seconds, 3),
         at=now(),
         output_tail=None if result.ok else result.tail[-4000:],
+        where=where,
     )
     with campaign.repo.write_lock():
         current = campaign.reload()
@@ -56,20 +69,28 @@ def gate_failure(result: CommandResult, timeout_s: float) -> KgitError:
 
 
 def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> GateNote:
-    """The gate's pass for COMMIT's tree, running the tests now if that tree was never gated
-    (a commit made with --no-verify, or a gate that failed). The work tree must be at COMMIT."""
+    """The gate's pass for COMMIT's tree in kgit's clean checkout of it, running the tests there
+    now unless they already passed there (see the module's docstring)."""
     tree = campaign.repo.tree_of(commit)
     note = campaign.read_gate(tree)
-    if note is not None and note.passed:
+    if note is not None and note.passed and note.where == CLEAN_CHECKOUT:
         return note
-    shown = campaign.repo.note_read(campaign.refs.gate_notes, tree) if note is None else None
-    say(
-        "this tree was never gated by kgit (committed with --no-verify?)"
-        + ("; the gate note git shows for it is not one kgit wrote" if shown else "")
-        + ": gating it now"
-    )
-    result = run_tests(campaign, say, echo=echo)
-    note = record_gate(campaign, tree, result)
+    if note is None:
+        shown = campaign.repo.note_read(campaign.refs.gate_notes, tree)
+        say(
+            "this tree was never gated by kgit (committed with --no-verify?)"
+            + ("; the gate note git shows for it is not one kgit wrote" if shown else "")
+            + ": gating it now, in kgit's clean checkout of the commit"
+        )
+    elif note.where != CLEAN_CHECKOUT:
+        say(
+            f"gate: the commit hook's {'pass' if note.passed else 'failure'} was in your work "
+            "tree, where untracked files can change the tests' outcome: gating the commit again "
+            "in kgit's clean checkout"
+        )
+    path = measuring_tree(campaign, commit, "candidate", say, echo=echo)
+    result = run_tests(campaign, say, echo=echo, where=path)
+    note = record_gate(campaign, tree, result, CLEAN_CHECKOUT)
     if not result.ok:
         raise gate_failure(result, campaign.manifest.timeout_s)
     return note

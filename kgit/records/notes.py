@@ -265,9 +265,15 @@ class RoundNote:
         return {s.label: s.value for s in self.shapes if s.value is not None}
 
 
+WORK_TREE = "work tree"
+CLEAN_CHECKOUT = "clean checkout"
+
+
 @dataclass
 class GateNote:
-    """The commit gate's result, attached to the tree that was tested."""
+    """The commit gate's result, attached to the tree that was tested; WHERE it ran: the user's
+    work tree (the commit hook: untracked files there can change the tests' outcome) or kgit's
+    clean checkout of the commit (validate and accept trust only that)."""
 
     campaign: str
     passed: bool
@@ -276,6 +282,7 @@ class GateNote:
     at: str
     schema_version: int = NOTE_VERSION
     output_tail: str | None = None
+    where: str = WORK_TREE  # or CLEAN_CHECKOUT; a note written before the field: WORK_TREE
 
     def to_text(self) -> str:
         return json.dumps({"kgit": "gate", **asdict(self)}, indent=1) + "\n"

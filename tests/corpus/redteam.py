@@ -209,6 +209,17 @@ ATTEMPTS = [
         Stop(VALIDATE, 0, "aggregate not improved"),
     ),
     Attempt(
+        "ignored-shadow-gate",
+        "a git-ignored torch.py makes the gate's comparisons pass; the kernel is wrong off the "
+        "manifest's shapes",
+        {
+            ".git/info/exclude": "torch.py\n",
+            "torch.py": f.SHADOW_TORCH,
+            "kernel.py": f.TAILS_WRONG,
+        },
+        Stop(VALIDATE, 1, "correctness gate failed"),
+    ),
+    Attempt(
         "sitecustomize-committed",
         "the same sitecustomize.py committed beside a slower kernel",
         {"kernel.py": f.SLOW, "sitecustomize.py": f.DOUBLE_CSV},

@@ -202,10 +202,47 @@ def test_a_gate_forged_in_the_record_itself_is_caught_by_finish(campaign: Path) 
     (repo / "kernel.txt").write_text("speed: 130\nBUG\n")
     assert commit(repo, "fast", "--no-verify").returncode == 0
     gate = {"kgit": "gate", "campaign": "c1", "passed": True, "command": "check.py",
-            "seconds": 1.0, "at": "2026-01-01T00:00:00Z", "schema_version": 1}  # fmt: skip
+            "seconds": 1.0, "at": "2026-01-01T00:00:00Z", "schema_version": 1,
+            "where": "clean checkout"}  # fmt: skip
     record_note(repo, "gate", "HEAD^{tree}", json.dumps(gate).encode())
     assert run_kgit("-q", "round", "validate").code == 0
     assert run_kgit("round", "accept").code == 0  # believed: the record is kgit's own word
     refused = run_kgit("-q", "finish")
     assert refused.code == 1 and "test suite failed" in refused.err, refused
     assert "kgit/c1/final" not in git(repo, "for-each-ref", "refs/heads/kgit/c1/")
+
+
+# An untracked module that shadows one the gate imports: `check.py` reads the kernel through
+# pathlib, and the work tree's pathlib.py says there is no BUG.
+SHADOW = """\
+import importlib.util, sysconfig
+_spec = importlib.util.spec_from_file_location(
+    "pathlib", sysconfig.get_paths()["stdlib"] + "/pathlib.py")
+_real = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_real)
+
+
+def Path(*parts):
+    class Shadow(type(_real.Path())):
+        def read_text(self, *args, **kwargs):
+            return super().read_text(*args, **kwargs).replace("BUG", "")
+    return Shadow(*parts)
+"""
+
+
+def test_an_untracked_file_that_passes_the_hook_does_not_pass_validate(campaign: Path) -> None:
+    """The hook gates in the user's work tree, where an untracked file (here a module that
+    shadows one the tests import; with pytest, a conftest.py) can turn a failing test suite
+    green. Validate and accept gate again in kgit's clean checkout of the commit: the buggy
+    kernel, faster and missed by the harness, stays off the best line."""
+    repo = campaign
+    assert run_kgit("round", "start", "fast but wrong").code == 0
+    (repo / "kernel.txt").write_text("speed: 130\nBUG\n")
+    (repo / "pathlib.py").write_text(SHADOW)
+    done = commit(repo, "fast")
+    assert done.returncode == 0, done.stderr  # the hook's gate was fooled in the work tree
+    validate = run_kgit("round", "validate")
+    assert validate.code == 1 and "correctness gate failed" in validate.err, validate
+    assert "clean checkout" in validate.err
+    assert run_kgit("round", "accept").code == 1
+    assert "BUG" not in git(repo, "show", "kgit/c1/best:kernel.txt")
