@@ -91,8 +91,8 @@ def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[s
             for name in ([only] if only else names)
         ]
         tips = _plan_tips(repo, plan, tips_refs(ours), tips_refs(theirs))
-        _check_work_trees(repo, plan)
-        _apply(repo, plan)
+        check_work_trees(repo, plan)
+        apply_plan(repo, plan)
     for report in reports:
         _after(repo, report)
     return {"remote": remote, "campaigns": reports, "tips": tips}
@@ -284,7 +284,7 @@ def _plan_tips(
     return {"updated": taken, "clashes": clashes}
 
 
-def _check_work_trees(repo: Repo, plan: Plan) -> None:
+def check_work_trees(repo: Repo, plan: Plan) -> None:
     """A moving branch checked out in another work tree is refused; the one checked out here
     moves with its files when nothing local would be overwritten."""
     branches = [m for m in plan.moves if m[0].startswith("refs/heads/")]
@@ -317,7 +317,7 @@ def _check_work_trees(repo: Repo, plan: Plan) -> None:
         plan.work_tree = (old, new)
 
 
-def _apply(repo: Repo, plan: Plan) -> None:
+def apply_plan(repo: Repo, plan: Plan) -> None:
     """The work tree first (it can refuse: an untracked file in the way), then every ref in one
     transaction; a refused transaction puts the work tree back."""
     if not plan.moves:
