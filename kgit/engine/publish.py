@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgit.engine.inbound import check_best, require_no_rewrite, require_readable
 from kgit.engine.merge import merge_notes
 from kgit.engine.pull import Plan, apply_plan, check_work_trees, pull
 from kgit.engine.push import push
-from kgit.engine.remote import RecordAt, campaign_refs, fetch, local_refs, remote_refs
+from kgit.engine.remote import RecordAt, Sides, campaign_refs, fetch, local_refs, remote_refs
 from kgit.engine.replay import ReplayConflict, merge_refs, replay_record
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
@@ -94,12 +95,31 @@ class Link:
         assert self.remote is not None
         return campaign_refs(remote_refs(self.repo, self.remote), self.name)
 
+    def _check_theirs(self, mine: dict[str, str], theirs: dict[str, str]) -> None:
+        """What `kgit pull` checks of a record it takes: the remote's record grew from the one
+        last met, rewrote nothing recorded there, reads, and its best line is one it accepted."""
+        assert self.remote is not None
+        repo, record = self.repo, CampaignRefs(self.name).record
+        met, now = self.met[record], theirs[record]
+        sides = Sides(self.name, self.remote, mine, theirs)
+        if not repo.is_ancestor(met, now):
+            raise KgitError(
+                f"campaign {self.name}: {self.remote}'s record no longer holds the one this clone "
+                "last pulled (it was rewritten or replaced there)",
+                hint=f"kgit pull {self.remote} -c {self.name} (it says what differs)",
+            )
+        old, new = RecordAt.read(repo, met, NOTE_KINDS), RecordAt.read(repo, now, NOTE_KINDS)
+        require_no_rewrite(repo, sides, old, new)
+        require_readable(repo, sides, old, new)
+        check_best(repo, sides, new)
+
     def _replay(self, tree: Repo, theirs: dict[str, str], *, take_theirs: bool) -> None:
         """Move this clone's campaign refs onto THEIRS plus (unless TAKE_THEIRS) its own writes
         since the last meeting; raises ReplayConflict before moving anything."""
         refs, repo = CampaignRefs(self.name), self.repo
         with repo.write_lock():
             mine = campaign_refs(local_refs(repo), self.name)
+            self._check_theirs(mine, theirs)
             if take_theirs:
                 record = theirs[refs.record]
                 # Refs only this clone has stay (a round branch the record no longer opens is

@@ -15,6 +15,7 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.parallel import rebase_round
 from kgit.engine.publish import Link
 from kgit.engine.replay import ReplayConflict, merge_state
+from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.records.notes import CampaignState, OpenRound
 from tests.conftest import commit, git, run_kgit
@@ -236,3 +237,26 @@ def test_state_merge_keeps_both_sides_rounds_and_refuses_a_shared_number() -> No
     changed.open_rounds[0].parent = "q" * 40
     with pytest.raises(ReplayConflict, match="both clones changed round-2"):
         merge_state(base, changed, _state(3))
+
+
+def test_a_replay_refuses_a_remote_record_that_rewrote_a_closed_round(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    a, b, bare = clones
+    link_a, link_b = _link(a), _link(b)
+    assert _start(a, link_a, "boost a")[0]
+    # Another clone pushes a record commit that changes the baseline's note, with plain git.
+    baseline = git(a, "rev-parse", "refs/heads/kgit/c1/best")
+    here = open_repo(a)
+    record = git(a, "rev-parse", "refs/kgit/c1/campaign")
+    forged = here.commit_tree(
+        here.tree_with(record, {f"notes/rounds/{baseline}": b"forged\n"}), [record], "forged\n"
+    )
+    git(a, "push", "-q", "origin", f"{forged}:refs/kgit/c1/campaign")
+    before = _record(b)
+    started = kgit_in(b, "round", "start", "boost b", "--worktree", str(_tree(b)))
+    assert started.code == 0, started
+    with pytest.raises(KgitError, match="rewrites what this clone recorded"):
+        link_b.publish(open_repo(_tree(b)))
+    assert git(bare, "rev-parse", "refs/kgit/c1/campaign") == forged  # nothing pushed
+    assert git(b, "merge-base", "--is-ancestor", before, _record(b)) == ""  # B's write is kept
