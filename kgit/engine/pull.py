@@ -53,7 +53,7 @@ from kgit.engine.remote import (
 from kgit.engine.trust import trust_of
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, Repo
-from kgit.records.names import NOTE_KINDS, validate_campaign_name
+from kgit.records.names import NOTE_KINDS, parse_round_branch, validate_campaign_name
 from kgit.records.notes import RoundNote
 
 
@@ -138,7 +138,7 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
     if taking:
         require_readable(repo, sides, ours if result == "fast-forward" else None, theirs)
         check_best(repo, sides, theirs)
-        _take_refs(repo, plan, sides, theirs, replace=result == "taken")
+        _take_refs(repo, plan, sides, ours, theirs, replace=result == "taken")
         report["record"]["new"] = theirs_sha
     else:
         report["warnings"] += best_elsewhere(repo, sides)
@@ -201,15 +201,32 @@ def _wanted(sides: Sides, theirs: RecordAt) -> dict[str, str]:
     return {ref: sha for ref, sha in sides.theirs.items() if ref in named}
 
 
-def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replace: bool) -> None:
+def _take_refs(
+    repo: Repo,
+    plan: Plan,
+    sides: Sides,
+    ours: RecordAt | None,
+    theirs: RecordAt,
+    *,
+    replace: bool,
+) -> None:
     """Every ref of the remote's campaign its record accounts for (notes aside); REPLACE: this
     clone's refs were salvaged and those the remote lacks go, else a branch moves only forward
-    and a closed round's branch goes only when the remote keeps its commit."""
+    and a closed round's branch goes only when the remote keeps its commit, unless OURS (the
+    record here, which the remote's contains) says the branch holds nothing of this clone's
+    own."""
     skip = ("refs/notes/",)
     for ref, sha in sorted(_wanted(sides, theirs).items()):
         old = sides.ours.get(ref)
         branch = ref.startswith("refs/heads/")
-        if branch and not replace and old and old != sha and not repo.is_ancestor(old, sha):
+        if (
+            branch
+            and not replace
+            and old
+            and old != sha
+            and not repo.is_ancestor(old, sha)
+            and not _published(repo, ours, ref, old)
+        ):
             short = ref.removeprefix("refs/heads/")
             raise KgitError(
                 f"{short} here holds commits that {sides.remote}'s {short} does not",
@@ -220,8 +237,21 @@ def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replac
     for ref, old in sorted(sides.ours.items()):
         if ref in sides.theirs or ref.startswith(skip):
             continue
-        if replace or (theirs.round_branch_closed(ref) and _kept_there(repo, sides, ref, old)):
+        if replace or (
+            theirs.round_branch_closed(ref)
+            and (_kept_there(repo, sides, ref, old) or _published(repo, ours, ref, old))
+        ):
             plan.move(ref, None, old)
+
+
+def _published(repo: Repo, ours: RecordAt | None, branch: str, tip: str) -> bool:
+    """Whether round BRANCH at TIP holds nothing this clone alone has: TIP's tree went through
+    the gate in a record write the remote's record holds, and every push of that write pushed
+    the branch with it. Another clone's round, mirrored here, rebased there onto a new best
+    line, is such a branch: its old commit is no work of this clone's."""
+    if ours is None or parse_round_branch(branch) is None:
+        return False
+    return repo.tree_of(tip) in ours.notes["gate"]
 
 
 def _kept_there(repo: Repo, sides: Sides, branch: str, tip: str) -> bool:

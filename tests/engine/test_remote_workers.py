@@ -21,7 +21,7 @@ from kgit.records.notes import CampaignState, OpenRound
 from tests.conftest import commit, git, run_kgit
 from tests.engine.remotes import fresh_clone, kgit_in, log, make_remote
 
-BOOSTS = ["a", "b", "c", "d", "e", "f"]
+BOOSTS = ["a", "b", "c", "d", "e", "f", "g", "h"]
 WORKER = [sys.executable, "-m", "kgit", "-q", "worker", "--json", "--hypotheses"]
 
 
@@ -187,15 +187,52 @@ def _worker(clone: Path, queue: list[str], device: str) -> subprocess.Popen[str]
     )
 
 
-def test_workers_in_two_clones_share_one_campaign(clones: tuple[Path, Path, Path]) -> None:
+def test_another_clones_round_rebased_there_follows_here(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    a, b, _bare = clones
+    link_a, link_b = _link(a), _link(b)
+    _, number = _start(a, link_a, "boost a")
+    gated = _change(a, link_a, "a", 1.2)
+    _start(b, link_b, "boost b")  # B's pull takes A's round branch, at its gated commit
+    assert git(b, "rev-parse", f"kgit/c1/round-{number}") == gated
+    _change(b, link_b, "b", 1.3)
+    _validate(b, link_b)
+    _accept(b)
+    assert link_b.publish(open_repo(_tree(b)))
+    # A's round follows the new best line: its branch there no longer holds the gated commit.
+    link_a.sync()
+    here = open_repo(_tree(a))
+    assert rebase_round(Campaign.load(here, "c1"), print) is None
+    assert link_a.publish(here)
+    link_b.sync()  # once refused: B's copy "held commits" the remote's branch did not
+    assert git(b, "rev-parse", f"kgit/c1/round-{number}") == git(_tree(a), "rev-parse", "HEAD")
+    _validate(a, link_a)
+    _accept(a)
+    assert link_a.publish(here)
+    link_b.sync()  # the closed round's branch goes here too
+    assert git(b, "branch", "--list", f"kgit/c1/round-{number}") == ""
+    assert kgit_in(b, "doctor").code == 0
+
+
+IDEAS = [  # (hypothesis, boost line, factor): five gains, three losses
+    ("boost a", "a", 1.1), ("boost b", "b", 1.2), ("slow c", "c", 0.8), ("boost d", "d", 1.1),
+    ("boost e", "e", 1.15), ("slow f", "f", 0.7), ("boost g", "g", 1.1), ("slow h", "h", 0.9),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_workers_in_several_clones_share_one_campaign(
+    clones: tuple[Path, Path, Path], count: int
+) -> None:
     a, b, bare = clones
+    places = [a, b] + [fresh_clone(bare, f"clone-{n}") for n in range(2, count)]
+    # Each clone keeps its own queue's claims: the ideas are dealt out between them.
     queues = {
-        a: [f"boost a :: {_edit('a', 1.1)}", f"slow c :: {_edit('c', 0.8)}",
-            f"boost e :: {_edit('e', 1.15)}"],
-        b: [f"boost b :: {_edit('b', 1.2)}", f"boost d :: {_edit('d', 1.1)}",
-            f"slow f :: {_edit('f', 0.7)}"],
-    }  # fmt: skip
-    procs = [_worker(clone, queues[clone], str(n)) for n, clone in enumerate((a, b))]
+        clone: [f"{text} :: {_edit(name, factor)}" for text, name, factor in IDEAS[n::count]]
+        for n, clone in enumerate(places)
+    }
+    procs = [_worker(clone, queues[clone], str(n)) for n, clone in enumerate(places)]
     outcomes, summaries = [], []
     for proc in procs:
         out, err = proc.communicate(timeout=600)
@@ -204,18 +241,18 @@ def test_workers_in_two_clones_share_one_campaign(clones: tuple[Path, Path, Path
         outcomes += [line for line in lines if line["event"] == "round"]
         summaries.append(lines[-1])
     numbers = sorted(o["round"] for o in outcomes)
-    assert numbers == list(range(2, 8)), outcomes  # unique, none lost
+    assert numbers == list(range(2, 10)), outcomes  # unique, none lost
     accepted = {o["hypothesis"] for o in outcomes if o["status"] == "ACCEPTED"}
-    assert accepted == {"boost a", "boost b", "boost d", "boost e"}, outcomes
+    assert accepted == {"boost a", "boost b", "boost d", "boost e", "boost g"}, outcomes
     best = git(bare, "show", "refs/heads/kgit/c1/best:kernel.txt")
-    for line in ("boost.a: 1.1", "boost.b: 1.2", "boost.d: 1.1", "boost.e: 1.15"):
-        assert line in best  # every accepted gain is on the best line
-    assert "boost.c: 1.0" in best and "boost.f: 1.0" in best
+    for text, name, factor in IDEAS:  # every accepted gain is on the best line, no loss is
+        assert f"boost.{name}: {factor if text in accepted else 1.0}\n" in best, best
     assert all(s["sharing"]["remote"] == "origin" for s in summaries)
-    for clone in (a, b):
+    for clone in places:
         assert kgit_in(clone, "pull").code == 0
-    assert log(a) == log(b) and [r["round"] for r in log(a)] == list(range(1, 8))
-    assert _notes(a) == _notes(b)
+    assert [r["round"] for r in log(a)] == list(range(1, 10))
+    for clone in places[1:]:
+        assert log(clone) == log(a) and _notes(clone) == _notes(a)
     assert kgit_in(a, "doctor").code == 0
 
 
