@@ -53,7 +53,7 @@ from kgit.engine.remote import (
 from kgit.engine.trust import trust_of
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, Repo
-from kgit.records.names import NOTE_KINDS, parse_round_branch, validate_campaign_name
+from kgit.records.names import NOTE_KINDS, validate_campaign_name
 from kgit.records.notes import RoundNote
 
 
@@ -71,6 +71,7 @@ class Plan:
 
 def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[str, Any]:
     check_remote(repo, remote)
+    fetched = remote_refs(repo, remote)  # what the remote held when this clone last fetched
     fetch(repo, remote)
     with repo.write_lock():
         ours, theirs = local_refs(repo), remote_refs(repo, remote)
@@ -87,6 +88,7 @@ def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[s
                 plan,
                 Sides(name, remote, campaign_refs(ours, name), campaign_refs(theirs, name)),
                 take_remote,
+                fetched,
             )
             for name in ([only] if only else names)
         ]
@@ -108,7 +110,9 @@ def _valid_name(name: str) -> bool:
     return True
 
 
-def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> dict[str, Any]:
+def _plan_campaign(
+    repo: Repo, plan: Plan, sides: Sides, take_remote: bool, fetched: dict[str, str]
+) -> dict[str, Any]:
     record = sides.refs.record
     mine, theirs_sha = sides.ours.get(record), sides.theirs[record]
     theirs = RecordAt.read(repo, theirs_sha, NOTE_KINDS)
@@ -138,7 +142,7 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
     if taking:
         require_readable(repo, sides, ours if result == "fast-forward" else None, theirs)
         check_best(repo, sides, theirs)
-        _take_refs(repo, plan, sides, ours, theirs, replace=result == "taken")
+        _take_refs(repo, plan, sides, fetched, theirs, replace=result == "taken")
         report["record"]["new"] = theirs_sha
     else:
         report["warnings"] += best_elsewhere(repo, sides)
@@ -205,16 +209,16 @@ def _take_refs(
     repo: Repo,
     plan: Plan,
     sides: Sides,
-    ours: RecordAt | None,
+    fetched: dict[str, str],
     theirs: RecordAt,
     *,
     replace: bool,
 ) -> None:
     """Every ref of the remote's campaign its record accounts for (notes aside); REPLACE: this
     clone's refs were salvaged and those the remote lacks go, else a branch moves only forward
-    and a closed round's branch goes only when the remote keeps its commit, unless OURS (the
-    record here, which the remote's contains) says the branch holds nothing of this clone's
-    own."""
+    and a closed round's branch goes only when the remote keeps its commit, or when it is a
+    copy of what the remote held when this clone last FETCHED it: another clone's round, whose
+    owner rebased it there onto a new best line, or closed it, holds nothing of this clone's."""
     skip = ("refs/notes/",)
     for ref, sha in sorted(_wanted(sides, theirs).items()):
         old = sides.ours.get(ref)
@@ -225,7 +229,7 @@ def _take_refs(
             and old
             and old != sha
             and not repo.is_ancestor(old, sha)
-            and not _published(repo, ours, ref, old)
+            and fetched.get(ref) != old
         ):
             short = ref.removeprefix("refs/heads/")
             raise KgitError(
@@ -239,19 +243,9 @@ def _take_refs(
             continue
         if replace or (
             theirs.round_branch_closed(ref)
-            and (_kept_there(repo, sides, ref, old) or _published(repo, ours, ref, old))
+            and (_kept_there(repo, sides, ref, old) or fetched.get(ref) == old)
         ):
             plan.move(ref, None, old)
-
-
-def _published(repo: Repo, ours: RecordAt | None, branch: str, tip: str) -> bool:
-    """Whether round BRANCH at TIP holds nothing this clone alone has: TIP's tree went through
-    the gate in a record write the remote's record holds, and every push of that write pushed
-    the branch with it. Another clone's round, mirrored here, rebased there onto a new best
-    line, is such a branch: its old commit is no work of this clone's."""
-    if ours is None or parse_round_branch(branch) is None:
-        return False
-    return repo.tree_of(tip) in ours.notes["gate"]
 
 
 def _kept_there(repo: Repo, sides: Sides, branch: str, tip: str) -> bool:
