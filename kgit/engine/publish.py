@@ -43,6 +43,7 @@ class Link:
     remote: str | None
     met: dict[str, str] = field(default_factory=dict)  # the remote's refs when last met
     conflict: str = ""  # why the last dropped writes could not be replayed
+    conflicts: list[str] = field(default_factory=list)  # every such reason, in order
     counts: dict[str, int] = field(
         default_factory=lambda: {"pushes": 0, "push_refusals": 0, "replayed": 0, "redone": 0}
     )
@@ -76,6 +77,7 @@ class Link:
                     self._replay(tree, theirs, take_theirs=True)
                     self.counts["redone"] += 1
                     self.conflict = str(conflict)
+                    self.conflicts.append(self.conflict)
                     return False
                 self.counts["replayed"] += 1
                 continue
@@ -89,7 +91,9 @@ class Link:
         )
 
     def report(self) -> dict[str, Any]:
-        return {"remote": self.remote, **self.counts} if self.remote else {"remote": None}
+        if self.remote is None:
+            return {"remote": None}
+        return {"remote": self.remote, **self.counts, "conflicts": self.conflicts}
 
     def _theirs(self) -> dict[str, str]:
         assert self.remote is not None

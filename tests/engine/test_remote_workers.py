@@ -112,6 +112,7 @@ def test_a_round_number_taken_by_another_clone_is_given_up(
     kept, again = _start(b, link_b, "boost b")
     assert kept and again == number_a + 1
     assert link_b.counts == {"pushes": 1, "push_refusals": 1, "replayed": 0, "redone": 1}
+    assert link_b.report()["conflicts"] == [link_b.conflict]
     assert kgit_in(a, "pull").code == 0
     assert log(a) == log(b)
 
@@ -247,7 +248,10 @@ def test_workers_in_several_clones_share_one_campaign(
     best = git(bare, "show", "refs/heads/kgit/c1/best:kernel.txt")
     for text, name, factor in IDEAS:  # every accepted gain is on the best line, no loss is
         assert f"boost.{name}: {factor if text in accepted else 1.0}\n" in best, best
-    assert all(s["sharing"]["remote"] == "origin" for s in summaries)
+    for sharing in (s["sharing"] for s in summaries):  # every refused push ended one way
+        assert sharing["remote"] == "origin"
+        assert sharing["push_refusals"] == sharing["replayed"] + sharing["redone"], sharing
+        assert len(sharing["conflicts"]) == sharing["redone"]
     for clone in places:
         assert kgit_in(clone, "pull").code == 0
     assert [r["round"] for r in log(a)] == list(range(1, 10))
