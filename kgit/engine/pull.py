@@ -15,8 +15,10 @@ What a pull checks before it moves anything (all or nothing, under the write loc
   same name), keeps its notes (a sealed record), and did not rewrite what this clone had: no note
   removed, no closed round's note changed, no abandoned round dropped, no round number reused;
 - the remote's best line is on a commit its record accepted (or the campaign's base);
-- a branch that moves holds no commit the remote's lacks, and is not checked out elsewhere; the
-  branch checked out here moves with its files only when the work tree is clean.
+- a branch that moves holds no commit the remote's lacks (or is exactly what the remote held
+  when this clone last fetched: a copy of another clone's round, rebased there since), and is
+  not checked out elsewhere; the branch checked out here moves with its files only when the
+  work tree is clean.
 Notes refs and tips chains are merged by the rules of kgit/engine/merge.py. A pull runs nothing
 and installs nothing: a campaign that arrives is not trusted here (kgit/engine/trust.py) until
 `kgit trust`, and the commit gate is installed only by `kgit hooks install`.
