@@ -137,6 +137,7 @@ class Link:
                     {r: mine[r] for r in _plain(mine)},
                     {r: theirs[r] for r in _plain(theirs)},
                     refs.best,
+                    repo.is_ancestor,
                 )
             plan = Plan()
             plan.move(refs.record, record, mine.get(refs.record))

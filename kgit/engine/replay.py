@@ -17,6 +17,7 @@ last meeting wins, and a ref both sides moved to different commits is a conflict
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -114,14 +115,20 @@ def _files(repo: Repo, commit: str) -> dict[str, str]:
 
 
 def merge_refs(
-    base: dict[str, str], mine: dict[str, str], theirs: dict[str, str], best: str
+    base: dict[str, str],
+    mine: dict[str, str],
+    theirs: dict[str, str],
+    best: str,
+    behind: Callable[[str, str], bool],
 ) -> dict[str, str | None]:
     """Each ref's commit after a replay (None: deleted): the side that moved it since BASE wins;
-    both moving it elsewhere is a conflict (for BEST, the best line: two accepts)."""
+    both moving it elsewhere is a conflict (for BEST, the best line: two accepts). BEHIND(A, B)
+    says whether commit A is an ancestor of B: a copy here that the remote's ref only extends
+    (another clone's round, moved on there) is no move of this clone's."""
     merged: dict[str, str | None] = {}
     for ref in base.keys() | mine.keys() | theirs.keys():
         old, new, now = base.get(ref), mine.get(ref), theirs.get(ref)
-        if new in (old, now):
+        if new in (old, now) or (new and now and behind(new, now)):
             merged[ref] = now
         elif now == old:
             merged[ref] = new

@@ -216,6 +216,31 @@ def test_another_clones_round_rebased_there_follows_here(
     assert kgit_in(b, "doctor").code == 0
 
 
+def test_a_copy_of_another_clones_round_is_never_pushed_back_over_it(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    a, b, bare = clones
+    link_a, link_b = _link(a), _link(b)
+    _, number = _start(a, link_a, "boost a")
+    link_b.sync()  # B's copy of A's round: its parent
+    branch = f"refs/heads/kgit/c1/round-{number}"
+    # A commits without the gate (no record write) and pushes: its branch moves forward there.
+    subprocess.run(_edit("a", 1.2), shell=True, cwd=_tree(a), check=True)
+    assert commit(_tree(a), "boost a", "--no-verify").returncode == 0
+    assert link_a.publish(open_repo(_tree(a)))
+    moved = git(bare, "rev-parse", branch)
+    # B writes its own round and publishes: its old copy of A's branch must not go with it.
+    assert _start(b, link_b, "boost b")[0]
+    assert git(bare, "rev-parse", branch) == moved
+    # A goes on (a gated commit: a record write); B's next write is replayed on it, its copy
+    # of A's branch, behind the remote's, is no write of its own to keep.
+    latest = _change(a, link_a, "a", 1.3)
+    done = kgit_in(_tree(b), "round", "rollback", "--reason", "changed my mind")
+    assert done.code == 0, done
+    assert link_b.publish(open_repo(_tree(b))), link_b.conflict
+    assert git(b, "rev-parse", branch) == git(bare, "rev-parse", branch) == latest
+
+
 IDEAS = [  # (hypothesis, boost line, factor): five gains, three losses
     ("boost a", "a", 1.1), ("boost b", "b", 1.2), ("slow c", "c", 0.8), ("boost d", "d", 1.1),
     ("boost e", "e", 1.15), ("slow f", "f", 0.7), ("boost g", "g", 1.1), ("slow h", "h", 0.9),
