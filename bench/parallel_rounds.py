@@ -6,8 +6,14 @@ Each configuration gets a fresh repository and campaign (tests/fake_harness.py a
 harness, its `pass_sleep` standing in for the device time of one harness pass), a queue of
 ROUNDS hypotheses (half gains, half losses, each on its own line of the kernel so that rebases
 merge), and N workers started at once, each pinned to a device of its own; one more row runs
-2 workers on one device, sharing it through the measuring lock. Rounds per hour = rounds ended /
-wall time of the slowest worker. The table is printed last.
+2 workers on one device, sharing it through the measuring lock, and one 2 workers in 2 clones
+of a bare remote on local disk (`kgit worker --remote origin`, the queue's lines dealt out
+between the clones), with the pushes another clone's push beat (`refused`), how many of those
+were replayed on the remote's record, and how many steps were done again (`redone`): a round
+number another clone took first (`renumbered`), or an accept after another clone's accept
+(`accepts redone`: rebased, validated again). A round that ended other than by its verdict is
+printed with its reason. Rounds per hour = rounds ended / wall time of the slowest worker. The
+table is printed last.
 """
 
 from __future__ import annotations
@@ -70,14 +76,41 @@ def campaign(folder: Path, rounds: int, pass_sleep: float) -> tuple[Path, Path]:
     return repo, queue
 
 
-def run(workers: int, devices: list[str], rounds: int, pass_sleep: float) -> dict[str, object]:
+def clones(repo: Path, queue: Path, count: int) -> list[tuple[Path, Path]]:
+    """COUNT clones of a bare remote holding REPO's campaign, ready to run rounds, each with its
+    share of QUEUE's lines: (clone, its queue)."""
+    bare = repo.parent / "remote.git"
+    git(repo.parent, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/main")
+    kgit(repo, "push")
+    lines = queue.read_text().splitlines()
+    found = []
+    for n in range(count):
+        clone = repo.parent / f"clone-{n}"
+        git(repo.parent, "clone", "-q", str(bare), str(clone))
+        kgit(clone, "pull")
+        kgit(clone, "trust", "--campaign", "c1", "--yes")
+        kgit(clone, "hooks", "install")
+        share = repo.parent / f"ideas-{n}.txt"
+        share.write_text("\n".join(lines[n::count]) + "\n")
+        found.append((clone, share))
+    return found
+
+
+def run(
+    workers: int, devices: list[str], rounds: int, pass_sleep: float, shared: bool = False
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="kgit-parallel-") as tmp:
         repo, queue = campaign(Path(tmp), rounds, pass_sleep)
+        places = clones(repo, queue, workers) if shared else [(repo, queue)] * workers
+        remote = ["--json", "--remote", "origin"] if shared else ["--json"]
         start = time.monotonic()
         procs = [
             subprocess.Popen(
-                [*WORKER, str(queue), "--device", devices[n], "--name", f"w{n}", "--json"],
-                cwd=repo,
+                [*WORKER, str(places[n][1]), "--device", devices[n], "--name", f"w{n}", *remote],
+                cwd=places[n][0],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -91,17 +124,35 @@ def run(workers: int, devices: list[str], rounds: int, pass_sleep: float) -> dic
                 raise SystemExit(f"a worker failed:\n{err}")
             lines += [json.loads(line) for line in out.splitlines()]
         wall = time.monotonic() - start
+        for line in lines:  # a round that ended other than by its verdict: say why
+            reason = str(line.get("reason", ""))
+            if line["event"] == "round" and reason and "aggregate not improved" not in reason:
+                print(f"round-{line['round']} {line['status']}: {reason}", file=sys.stderr)
         done = sum(1 for line in lines if line["event"] == "round")
         rebased = sum(int(line.get("rebases", 0)) for line in lines if line["event"] == "round")
-        log = json.loads(kgit(repo, "log", "--json").stdout)
+        sharing = [line["sharing"] for line in lines if line["event"] == "done"]
+        logs = []
+        for place, _queue in places:
+            if shared:
+                kgit(place, "pull")
+            logs.append(kgit(place, "log", "--json").stdout)
+        if len(set(logs)) != 1:
+            raise SystemExit("the clones' lineages differ after kgit pull")
+        log = json.loads(logs[0])
     return {
         "workers": workers,
+        "clones": len({place for place, _queue in places}),
         "devices": len(set(devices)),
         "rounds": done,
         "accepted": sum(row["status"] == "ACCEPTED" for row in log),
         "wall s": round(wall, 1),
         "rounds/hour": round(done / wall * 3600),
         "rebased": rebased,
+        "refused": sum(s.get("push_refusals", 0) for s in sharing),
+        "replayed": sum(s.get("replayed", 0) for s in sharing),
+        "redone": sum(s.get("redone", 0) for s in sharing),
+        "renumbered": sum("opened round" in c for s in sharing for c in s.get("conflicts", [])),
+        "accepts redone": sum("accepted" in c for s in sharing for c in s.get("conflicts", [])),
     }
 
 
@@ -111,10 +162,16 @@ def main() -> None:
     parser.add_argument("--pass-sleep", type=float, default=2.0, help="seconds per harness pass")
     args = parser.parse_args()
     os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-    configs = [(1, ["0"]), (2, ["0", "1"]), (4, ["0", "1", "2", "3"]), (2, ["0", "0"])]
+    configs = [
+        (1, ["0"], False),
+        (2, ["0", "1"], False),
+        (4, ["0", "1", "2", "3"], False),
+        (2, ["0", "0"], False),
+        (2, ["0", "1"], True),
+    ]
     rows = []
-    for workers, devices in configs:
-        rows.append(run(workers, devices, args.rounds, args.pass_sleep))
+    for workers, devices, shared in configs:
+        rows.append(run(workers, devices, args.rounds, args.pass_sleep, shared))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     base = float(rows[0]["rounds/hour"])  # type: ignore[arg-type]
     for row in rows:

@@ -129,6 +129,12 @@ def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bo
     "--name", metavar="NAME", help="The worker's name and work tree [default: device-<N>]."
 )
 @click.option("--max-rounds", type=click.IntRange(min=1), help="Stop after this many rounds.")
+@click.option(
+    "--remote",
+    metavar="REMOTE",
+    help="Share the campaign with workers in other clones of REMOTE: pull before each step, "
+    "push after each write (a push another clone beat is replayed on its record).",
+)
 @json_option
 @click.pass_obj
 def worker(
@@ -137,6 +143,7 @@ def worker(
     device: str | None,
     name: str | None,
     max_rounds: int | None,
+    remote: str | None,
     as_json: bool,
 ) -> None:
     """Run rounds from a queue of hypotheses, one at a time, on one device.
@@ -148,13 +155,22 @@ def worker(
     reason. N workers share a campaign: one per GPU, e.g.
       kgit worker --device 0 --hypotheses ideas.txt &
       kgit worker --device 1 --hypotheses ideas.txt &
+    Workers in other clones (other hosts) share it through a remote: each clone runs
+      kgit worker --remote origin --device 0 --hypotheses its-own-ideas.txt
+    (a queue's claims are kept per clone: give each clone its own lines).
     With --json, one JSON line per round as it ends, then the summary.
     """
     from kgit.engine.worker import WorkerSetup, run_worker, taker
 
     campaign = obj.campaign()
     default = f"device-{device}" if device is not None else "worker"
-    setup = WorkerSetup(campaign.name, name or default, device, max_rounds, not obj.quiet)
+    if remote is not None:
+        from kgit.engine.remote import check_remote
+
+        check_remote(obj.repo(), remote)
+    setup = WorkerSetup(
+        campaign.name, name or default, device, max_rounds, not obj.quiet, remote=remote
+    )
     take = taker(obj.repo(), setup, queue, sys.stdin)
     obj.long_step()
 

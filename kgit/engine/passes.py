@@ -143,12 +143,15 @@ def require_clean(repo: Repo, action: str) -> None:
         )
 
 
-def best_values(rounds: list[tuple[str, RoundNote]]) -> dict[str, float]:
-    """Per-shape values of the best line: the baseline, overlaid by each accepted round's shapes."""
+def best_values(rounds: list[tuple[str, RoundNote]], line: list[str]) -> dict[str, float]:
+    """Per-shape values of the best line: the baseline, overlaid by each accepted round's shapes
+    in the order the best line took them (LINE: its commits, newest first). Rounds in parallel
+    are not accepted in round order: the later round's figures may be the older ones."""
+    place = {commit: n for n, commit in enumerate(reversed(line))}
+    accepted = [(commit, note) for commit, note in rounds if note.accepted]
     values: dict[str, float] = {}
-    for _, note in rounds:
-        if note.accepted:
-            values.update(note.values())
+    for _, note in sorted(accepted, key=lambda item: place.get(item[0], -1)):
+        values.update(note.values())
     return values
 
 

@@ -15,8 +15,10 @@ What a pull checks before it moves anything (all or nothing, under the write loc
   same name), keeps its notes (a sealed record), and did not rewrite what this clone had: no note
   removed, no closed round's note changed, no abandoned round dropped, no round number reused;
 - the remote's best line is on a commit its record accepted (or the campaign's base);
-- a branch that moves holds no commit the remote's lacks, and is not checked out elsewhere; the
-  branch checked out here moves with its files only when the work tree is clean.
+- a branch that moves holds no commit the remote's lacks (or is exactly what the remote held
+  when this clone last fetched: a copy of another clone's round, rebased there since), and is
+  not checked out elsewhere; the branch checked out here moves with its files only when the
+  work tree is clean.
 Notes refs and tips chains are merged by the rules of kgit/engine/merge.py. A pull runs nothing
 and installs nothing: a campaign that arrives is not trusted here (kgit/engine/trust.py) until
 `kgit trust`, and the commit gate is installed only by `kgit hooks install`.
@@ -71,6 +73,7 @@ class Plan:
 
 def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[str, Any]:
     check_remote(repo, remote)
+    fetched = remote_refs(repo, remote)  # what the remote held when this clone last fetched
     fetch(repo, remote)
     with repo.write_lock():
         ours, theirs = local_refs(repo), remote_refs(repo, remote)
@@ -87,12 +90,13 @@ def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[s
                 plan,
                 Sides(name, remote, campaign_refs(ours, name), campaign_refs(theirs, name)),
                 take_remote,
+                fetched,
             )
             for name in ([only] if only else names)
         ]
         tips = _plan_tips(repo, plan, tips_refs(ours), tips_refs(theirs))
-        _check_work_trees(repo, plan)
-        _apply(repo, plan)
+        check_work_trees(repo, plan)
+        apply_plan(repo, plan)
     for report in reports:
         _after(repo, report)
     return {"remote": remote, "campaigns": reports, "tips": tips}
@@ -108,7 +112,9 @@ def _valid_name(name: str) -> bool:
     return True
 
 
-def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> dict[str, Any]:
+def _plan_campaign(
+    repo: Repo, plan: Plan, sides: Sides, take_remote: bool, fetched: dict[str, str]
+) -> dict[str, Any]:
     record = sides.refs.record
     mine, theirs_sha = sides.ours.get(record), sides.theirs[record]
     theirs = RecordAt.read(repo, theirs_sha, NOTE_KINDS)
@@ -138,7 +144,7 @@ def _plan_campaign(repo: Repo, plan: Plan, sides: Sides, take_remote: bool) -> d
     if taking:
         require_readable(repo, sides, ours if result == "fast-forward" else None, theirs)
         check_best(repo, sides, theirs)
-        _take_refs(repo, plan, sides, theirs, replace=result == "taken")
+        _take_refs(repo, plan, sides, fetched, theirs, replace=result == "taken")
         report["record"]["new"] = theirs_sha
     else:
         report["warnings"] += best_elsewhere(repo, sides)
@@ -201,15 +207,32 @@ def _wanted(sides: Sides, theirs: RecordAt) -> dict[str, str]:
     return {ref: sha for ref, sha in sides.theirs.items() if ref in named}
 
 
-def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replace: bool) -> None:
+def _take_refs(
+    repo: Repo,
+    plan: Plan,
+    sides: Sides,
+    fetched: dict[str, str],
+    theirs: RecordAt,
+    *,
+    replace: bool,
+) -> None:
     """Every ref of the remote's campaign its record accounts for (notes aside); REPLACE: this
     clone's refs were salvaged and those the remote lacks go, else a branch moves only forward
-    and a closed round's branch goes only when the remote keeps its commit."""
+    and a closed round's branch goes only when the remote keeps its commit, or when it is a
+    copy of what the remote held when this clone last FETCHED it: another clone's round, whose
+    owner rebased it there onto a new best line, or closed it, holds nothing of this clone's."""
     skip = ("refs/notes/",)
     for ref, sha in sorted(_wanted(sides, theirs).items()):
         old = sides.ours.get(ref)
         branch = ref.startswith("refs/heads/")
-        if branch and not replace and old and old != sha and not repo.is_ancestor(old, sha):
+        if (
+            branch
+            and not replace
+            and old
+            and old != sha
+            and not repo.is_ancestor(old, sha)
+            and fetched.get(ref) != old
+        ):
             short = ref.removeprefix("refs/heads/")
             raise KgitError(
                 f"{short} here holds commits that {sides.remote}'s {short} does not",
@@ -220,7 +243,10 @@ def _take_refs(repo: Repo, plan: Plan, sides: Sides, theirs: RecordAt, *, replac
     for ref, old in sorted(sides.ours.items()):
         if ref in sides.theirs or ref.startswith(skip):
             continue
-        if replace or (theirs.round_branch_closed(ref) and _kept_there(repo, sides, ref, old)):
+        if replace or (
+            theirs.round_branch_closed(ref)
+            and (_kept_there(repo, sides, ref, old) or fetched.get(ref) == old)
+        ):
             plan.move(ref, None, old)
 
 
@@ -284,7 +310,7 @@ def _plan_tips(
     return {"updated": taken, "clashes": clashes}
 
 
-def _check_work_trees(repo: Repo, plan: Plan) -> None:
+def check_work_trees(repo: Repo, plan: Plan) -> None:
     """A moving branch checked out in another work tree is refused; the one checked out here
     moves with its files when nothing local would be overwritten."""
     branches = [m for m in plan.moves if m[0].startswith("refs/heads/")]
@@ -317,7 +343,7 @@ def _check_work_trees(repo: Repo, plan: Plan) -> None:
         plan.work_tree = (old, new)
 
 
-def _apply(repo: Repo, plan: Plan) -> None:
+def apply_plan(repo: Repo, plan: Plan) -> None:
     """The work tree first (it can refuse: an untracked file in the way), then every ref in one
     transaction; a refused transaction puts the work tree back."""
     if not plan.moves:

@@ -14,7 +14,8 @@ What a push refuses before it sends anything:
   accepted there, or wrote notes there: `kgit pull` first, which merges notes);
 - a tips chain that diverged (`kgit pull` unites the two).
 Round branches and kept rounds may move backward (a round amended and validated again) when
-this clone's record contains the remote's. A closed round's branch is never pushed (a push
+this clone's record contains the remote's, but never to an ancestor of the remote's: an older
+copy of another clone's round, which moved on there, is not pushed. A closed round's branch is never pushed (a push
 racing an accept may find it between the accept's record and its deleting the branch) and is
 deleted there. Nothing kgit recorded is ever deleted on the remote.
 """
@@ -38,7 +39,7 @@ from kgit.engine.remote import (
 )
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, PushedRef, RefPush, Repo
-from kgit.records.names import CampaignRefs
+from kgit.records.names import CampaignRefs, parse_round_branch
 
 
 def push(repo: Repo, remote: str, only: str | None) -> dict[str, Any]:
@@ -96,6 +97,10 @@ def _plan_campaign(
         old = theirs.get(ref)
         if old == sha or record.round_branch_closed(ref):
             continue  # a closed round's branch: an accept or rollback is about to delete it
+        if old is not None and parse_round_branch(ref) and repo.is_ancestor(sha, old):
+            # The remote is ahead on this ref: this clone's copy is older (another clone's
+            # round that moved on there), and pushing it would take that clone's commits away.
+            continue
         forward_only = ref == refs.best or ref.startswith("refs/notes/") or result == "up to date"
         if old is not None and forward_only and not repo.is_ancestor(old, sha):
             raise _moved_there(remote, name, ref, refs)

@@ -125,7 +125,8 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             "line's tip",
             hint="kgit round validate measures it against the best line as it is",
         )
-    recomputed = rejudge(campaign, evidence, best_values(campaign.all_rounds()))
+    line = campaign.repo.rev_list(evidence.reference, first_parent=True)
+    recomputed = rejudge(campaign, evidence, best_values(campaign.all_rounds(), line))
     if not recomputed.accepts:
         raise KgitError(
             f"round-{note.round}'s stored evidence does not support its verdict "

@@ -108,7 +108,7 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     _rebuild(campaign, say, echo)
     ensure_gated(campaign, tip, say, echo=echo)
     rounds = campaign.all_rounds()
-    best = best_values(rounds)
+    best = best_values(rounds, campaign.repo.rev_list(best_tip, first_parent=True))
     baseline = rounds[0][1].values() if rounds else {}
     baseline_blocks = rounds[0][1].statistics.get("block_values", {}) if rounds else {}
     labels = active_labels(campaign, full)

@@ -28,6 +28,7 @@ from kgit.engine.gate import Say
 from kgit.engine.hypotheses import Hypothesis, Ledger, parse_line, read_queue
 from kgit.engine.parallel import rebase_round
 from kgit.engine.passes import HarnessError
+from kgit.engine.publish import Link, Unpublished
 from kgit.engine.round_accept import accept_round
 from kgit.engine.round_rollback import rollback_round
 from kgit.engine.round_validate import validate_round
@@ -40,6 +41,8 @@ from kgit.records.notes import ACCEPTING
 # How often one round follows the best line after other workers' accepts before it gives up (each
 # move is another round accepted, so the campaign progresses; 3 starved a gain with 4 workers).
 MAX_REBASES = 10
+# How many round numbers a worker gives up to other clones' starts before it stops.
+MAX_STARTS = 20
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class WorkerSetup:
     device: str | None  # None: the process's own CUDA/HIP_VISIBLE_DEVICES
     max_rounds: int | None = None
     echo: bool = False
+    remote: str | None = None  # the remote other clones' workers share the campaign through
 
 
 def pin_device(device: str | None) -> str:
@@ -90,12 +94,13 @@ def run_worker(
     """Rounds until TAKE has nothing left (or max_rounds); REPORT gets each round's outcome."""
     key = pin_device(setup.device)
     start, outcomes = time.monotonic(), list[dict[str, Any]]()
+    link = Link(repo, setup.campaign, setup.remote)
     with worker_slot(repo, setup.campaign, setup.name) as tree:
         while setup.max_rounds is None or len(outcomes) < setup.max_rounds:
             item = take()
             if item is None:
                 break
-            outcome = one_round(repo, setup, tree, item, say)
+            outcome = one_round(repo, setup, tree, item, say, link)
             outcome.update(worker=setup.name, device=key)
             report(outcome)
             outcomes.append(outcome)
@@ -110,38 +115,82 @@ def run_worker(
         "rolled_back": sum(o["status"] not in ACCEPTING for o in outcomes),
         "seconds": round(seconds, 3),
         "rounds_per_hour": round(len(outcomes) / seconds * 3600, 2) if seconds > 0 else None,
+        "sharing": link.report(),
     }
 
 
 def one_round(
-    repo: Repo, setup: WorkerSetup, tree: Path, item: Hypothesis, say: Say
+    repo: Repo, setup: WorkerSetup, tree: Path, item: Hypothesis, say: Say, link: Link
 ) -> dict[str, Any]:
-    started = start_round(Campaign.load(repo, setup.campaign), item.text, worktree=tree)
-    number = started["round"]
-    say(f"{setup.name}: round-{number} started: {item.text}")
+    number = _start(repo, setup, tree, item, say, link)
     here = open_repo(tree)
     base = {"round": number, "hypothesis": item.text, "line": item.line, "rebases": 0}
     problem = _apply(here, setup, item) or _commit(here, item, setup.echo)
+    _published(link, here)
     if problem:
-        return {**base, **_rollback(here, setup, problem, say)}
+        return {**base, **_rollback(here, setup, problem, say, link)}
     for attempt in range(MAX_REBASES + 1):
         base["rebases"] = attempt
         try:
+            link.sync()
             verdict = validate_round(_load(here, setup), say, full=False, echo=setup.echo)
+            _published(link, here)
             if verdict["decision"] not in ACCEPTING:
                 reason = "; ".join(verdict["reasons"]) or str(verdict["decision"])
-                return {**base, **_rollback(here, setup, reason, say), "verdict": verdict}
+                return {**base, **_rollback(here, setup, reason, say, link), "verdict": verdict}
+            link.sync()
             accepted = accept_round(_load(here, setup), say, echo=setup.echo)
-            return {**base, "status": accepted["status"], "commit": accepted["commit"]}
+            if link.publish(here):
+                return {**base, "status": accepted["status"], "commit": accepted["commit"]}
+            # Another clone accepted first: the accept was dropped and the round is open again.
+            say(f"{setup.name}: round-{number}: {link.conflict}; rebasing, validating again")
+            here.switch(_load(here, setup).refs.round_branch(number))
+            if attempt == MAX_REBASES:
+                return {**base, **_rollback(here, setup, f"refused: {link.conflict}", say, link)}
         except HarnessError as error:
-            return {**base, **_rollback(here, setup, f"validation ERROR: {error.message}", say)}
+            reason = f"validation ERROR: {error.message}"
+            return {**base, **_rollback(here, setup, reason, say, link)}
+        except Unpublished:
+            raise
         except KgitError as error:
             if not _best_moved(here, setup) or attempt == MAX_REBASES:
-                return {**base, **_rollback(here, setup, f"refused: {error.message}", say)}
-            conflict = rebase_round(_load(here, setup), say)
-            if conflict:
-                return {**base, **_rollback(here, setup, conflict, say)}
+                return {**base, **_rollback(here, setup, f"refused: {error.message}", say, link)}
+        conflict = rebase_round(_load(here, setup), say)
+        _published(link, here)
+        if conflict:
+            return {**base, **_rollback(here, setup, conflict, say, link)}
     raise AssertionError("unreachable")  # the loop returns on its last attempt
+
+
+def _start(
+    repo: Repo, setup: WorkerSetup, tree: Path, item: Hypothesis, say: Say, link: Link
+) -> int:
+    """Open ITEM's round; through a remote, its number is published before any work (a number
+    another clone took first is given up, and the next one taken)."""
+    for _ in range(MAX_STARTS):
+        link.sync()
+        started = start_round(Campaign.load(repo, setup.campaign), item.text, worktree=tree)
+        number = int(started["round"])
+        if link.publish(open_repo(tree)):
+            say(f"{setup.name}: round-{number} started: {item.text}")
+            return number
+        say(f"{setup.name}: {link.conflict}: opening the next round instead")
+    raise KgitError(
+        f"{MAX_STARTS} round numbers in a row were taken by other clones first",
+        hint="kgit pull; kgit status (is another clone's worker stuck starting rounds?)",
+    )
+
+
+def _published(link: Link, tree: Repo) -> None:
+    """Publish a write that touched only this worker's round (a gate note, a verdict, a
+    rebase, a rollback): replayable on any record the other clones write."""
+    if not link.publish(tree):
+        raise Unpublished(
+            f"campaign {link.name}: this clone's write could not be replayed on "
+            f"{link.remote}'s record ({link.conflict}); the clone now holds {link.remote}'s",
+            hint=f"kgit status and kgit log say where the round stands; finish it in {tree.root} "
+            "(kgit round validate, accept or rollback there), then kgit push",
+        )
 
 
 def _load(tree: Repo, setup: WorkerSetup) -> Campaign:
@@ -184,9 +233,10 @@ def _commit(tree: Repo, item: Hypothesis, echo: bool) -> str | None:
     return "gate: the commit was blocked: " + _last(result.tail)
 
 
-def _rollback(tree: Repo, setup: WorkerSetup, reason: str, say: Say) -> dict[str, Any]:
+def _rollback(tree: Repo, setup: WorkerSetup, reason: str, say: Say, link: Link) -> dict[str, Any]:
     tree.reset_hard()
     done = rollback_round(_load(tree, setup), reason, say)
+    _published(link, tree)
     return {"status": done["status"], "commit": done["commit"], "reason": reason}
 
 

@@ -219,3 +219,28 @@ def test_a_round_measured_on_another_device_says_so(
     same = run_kgit("-q", "round", "validate", "--json").json()
     assert not any("GPU-fake-1 with" in r for r in same["reasons"])  # type: ignore[index]
     assert any("best-line values measured on GPU-fake-1" in r for r in same["reasons"])  # type: ignore[index]
+
+
+def test_a_round_is_judged_against_the_best_line_as_accepted_not_in_round_order(
+    boosted: Path,
+) -> None:
+    # Round 3 is accepted before round 2, which is then rebased and accepted on top of it: the
+    # best line holds both gains, and the stored best values must be round 2's (the last on
+    # the line), not round 3's (the highest number), or a 10% loss reads as a gain.
+    repo = boosted
+    trees = {name: repo.parent / f"order-{name}" for name in "ab"}
+    for name, tree in trees.items():
+        assert run_kgit("round", "start", f"boost {name}", "--worktree", str(tree)).code == 0
+        subprocess.run(_edit(name, 1.2), shell=True, cwd=tree, check=True)
+        assert commit(tree, f"boost {name}").returncode == 0
+    assert kgit_in(trees["b"], "-q", "round", "validate").code == 0
+    assert kgit_in(trees["b"], "round", "accept").code == 0
+    assert rebase_round(Campaign.load(open_repo(trees["a"]), "c1"), print) is None
+    assert kgit_in(trees["a"], "-q", "round", "validate").code == 0
+    assert kgit_in(trees["a"], "round", "accept").code == 0
+    assert run_kgit("round", "start", "slow c", "--worktree", str(trees["b"])).code == 0
+    subprocess.run(_edit("c", 0.9), shell=True, cwd=trees["b"], check=True)
+    assert commit(trees["b"], "slow c").returncode == 0
+    verdict = kgit_in(trees["b"], "-q", "round", "validate", "--json").json()
+    assert verdict["decision"] == "ROLLED BACK", verdict  # type: ignore[index]
+    assert round(verdict["delta_vs_best_pct"]) == -10  # type: ignore[index, arg-type]
