@@ -83,11 +83,8 @@ def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> Ga
             + ": gating it now, in kgit's clean checkout of the commit"
         )
     elif note.where != CLEAN_CHECKOUT:
-        say(
-            f"gate: the commit hook's {'pass' if note.passed else 'failure'} was in your work "
-            "tree, where untracked files can change the tests' outcome: gating the commit again "
-            "in kgit's clean checkout"
-        )
+        outcome = "passed" if note.passed else "failed"
+        say(f"gate: {outcome} in your work tree (the hook); now in kgit's clean checkout")
     path = measuring_tree(campaign, commit, "candidate", say, echo=echo)
     result = run_tests(campaign, say, echo=echo, where=path)
     note = record_gate(campaign, tree, result, CLEAN_CHECKOUT)
