@@ -31,12 +31,12 @@ def say_stderr(message: str) -> None:
 
 
 def run_tests(
-    campaign: Campaign, say: Say, *, echo: bool, where: Path | None = None
+    campaign: Campaign, say: Say, *, echo: bool, checkout: Path | None = None
 ) -> CommandResult:
-    """The test command in WHERE (default: the user's work tree)."""
+    """The test command in CHECKOUT, kgit's clean checkout (default: the user's work tree)."""
     command = campaign.manifest.test_command
-    say(f"gate: running `{command}`" + (" in kgit's clean checkout" if where else ""))
-    folder = where or campaign.repo.root
+    say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
+    folder = checkout or campaign.repo.root
     return run_command(command, folder, campaign.manifest.timeout_s, echo=echo)
 
 
@@ -86,7 +86,7 @@ def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> Ga
         outcome = "passed" if note.passed else "failed"
         say(f"gate: {outcome} in your work tree (the hook); now in kgit's clean checkout")
     path = measuring_tree(campaign, commit, "candidate", say, echo=echo)
-    result = run_tests(campaign, say, echo=echo, where=path)
+    result = run_tests(campaign, say, echo=echo, checkout=path)
     note = record_gate(campaign, tree, result, CLEAN_CHECKOUT)
     if not result.ok:
         raise gate_failure(result, campaign.manifest.timeout_s)

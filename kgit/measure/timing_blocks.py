@@ -115,12 +115,12 @@ def block_timing(make_inputs: Callable[[], T], fn: Callable[[T], object]) -> Tim
     if block is None:
         return None
     key = block.next_key()
-    if key not in _kept:
+    fresh = key not in _kept
+    if fresh:
         count = max(1, int(os.environ.get(BLOCK_UNITS_ENV) or 1))
         _kept[key] = _Units([_prepare_block(make_inputs, fn, block.ms) for _ in range(count)])
-        return _kept[key].next(relocate=False).time(block.ms)
     units: _Units = _kept[key]
-    return units.next(block.relocate).time(block.ms)
+    return units.next(block.relocate and not fresh).time(block.ms)
 
 
 @dataclass
