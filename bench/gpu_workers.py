@@ -20,6 +20,7 @@ when OUT is set.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -113,10 +114,11 @@ def main() -> int:
     root = args.dir or Path(tempfile.mkdtemp(prefix="kgit-gpu-workers-"))
     repo = root / "repo"
     repo.mkdir(parents=True)
-    if gpu:
-        sizes = {int(s) for s in args.shapes.split(",")}
-        GEMM.gpu_shapes[:] = [s for s in GEMM.gpu_shapes if s["M"] == s["N"] == s["K"] in sizes]
-    demo = Demo(GEMM, repo, gpu)
+    sizes = {int(s) for s in args.shapes.split(",")}
+    kernel = dataclasses.replace(
+        GEMM, gpu_shapes=[s for s in GEMM.gpu_shapes if s["M"] == s["N"] == s["K"] in sizes]
+    )
+    demo = Demo(kernel, repo, gpu)
     demo.create_repo()
     demo.write_manifest()
     manifest = json.loads((repo / "manifest.yaml").read_text())
@@ -146,7 +148,7 @@ def main() -> int:
         Path(os.environ["OUT"], "gpu_workers.json").write_text(
             json.dumps({"rows": rows, "log": log, "baseline_s": baseline_s}, indent=1)
         )
-    labels = [str(s["label"]) for s in (GEMM.gpu_shapes if gpu else GEMM.cpu_shapes)]
+    labels = [str(s["label"]) for s in (kernel.gpu_shapes if gpu else kernel.cpu_shapes)]
     print(f"\n{'GPU' if gpu else 'CPU (interpreter)'}: example GEMM, {', '.join(labels)}")
     print(f"baseline {baseline_s:.0f} s; rounds in the record: {numbers}")
     print(f"round numbers unique: {len(numbers) == len(set(numbers))}")
