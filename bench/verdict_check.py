@@ -140,11 +140,14 @@ class Campaign:
             for r in rows
         }
 
-    def round(self, hypothesis: str, planted: dict[str, int], comment: str) -> dict[str, Any]:
+    def round(
+        self, hypothesis: str, planted: dict[str, int], comment: str, *, timeline: bool = False
+    ) -> dict[str, Any]:
         kgit(self.root, "-c", self.name, "round", "start", hypothesis)
         self.write_kernel(planted, comment)
         sh("git", "commit", "-qam", hypothesis, cwd=self.root)
-        result, seconds, phases = timed_validate(self.root, self.name)
+        lines: list[str] | None = [] if timeline else None
+        result, seconds, phases = timed_validate(self.root, self.name, lines)
         kgit(self.root, "-c", self.name, "round", "rollback", "--reason", "check", check=False)
         if result.returncode != 0:
             return {"error": (result.stdout + result.stderr)[-2000:], "seconds": seconds}
@@ -156,6 +159,7 @@ class Campaign:
             "statistics": note.get("statistics", {}),
             "seconds": seconds,
             "phases": phases,
+            **({"timeline": lines} if lines is not None else {}),
         }
 
 
@@ -169,10 +173,11 @@ PHASES = (
 
 
 def timed_validate(
-    repo: Path, name: str
+    repo: Path, name: str, timeline: list[str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], float, dict[str, float]]:
     """`kgit round validate --json` with its progress read as it comes: the seconds from the
-    start at which each phase's last progress line appeared (process start included)."""
+    start at which each phase's last progress line appeared (process start included). Each line
+    of its output (the harnesses' too) goes to TIMELINE, led by those seconds, when one is given."""
     argv = [sys.executable, "-m", "kgit", "-c", name, "round", "validate", "--json"]
     start = time.monotonic()
     with tempfile.TemporaryFile("w+") as out:
@@ -184,6 +189,8 @@ def timed_validate(
         err = []
         for line in proc.stderr:
             err.append(line)
+            if timeline is not None:
+                timeline.append(f"{time.monotonic() - start:7.2f} {line.rstrip()}")
             for phase, pattern in PHASES:
                 if pattern.match(line):
                     phases[phase] = round(time.monotonic() - start, 2)
@@ -308,7 +315,7 @@ def main() -> int:
     # The seed policy's wall time, on the same machine and kernel: A/A rounds of this campaign.
     seed_results = []
     for j in range(args.seed):
-        seed_results.append(camp.round(f"seed aa {j}", {}, f"seed aa {j}"))
+        seed_results.append(camp.round(f"seed aa {j}", {}, f"seed aa {j}", timeline=j == 1))
         decision = seed_results[-1].get("verdict", {}).get("decision")
         print(
             f"[seed {j}] {decision} {seed_results[-1]['seconds']:.1f} s "
@@ -336,7 +343,8 @@ def main() -> int:
                 continue
             i += 1
             kernel_planted = {"aa": planted, "slow": slower, "fast": {}}[kind]
-            result = camp.round(f"{kind} {i}", kernel_planted, f"{kind} {i}")
+            # The first validation's every output line, timed: where its seconds go.
+            result = camp.round(f"{kind} {i}", kernel_planted, f"{kind} {i}", timeline=i <= 2)
             results[kind].append(result)
             if os.environ.get("OUT"):  # what was measured survives a timeout of the call
                 partial = {
