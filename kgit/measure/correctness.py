@@ -8,6 +8,7 @@ the kernel runs fails the check if the kernel leaves any element unwritten.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -110,10 +111,25 @@ def poisoned_allocations() -> Iterator[None]:
     was_on = torch.are_deterministic_algorithms_enabled()
     was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     was_filling = torch.utils.deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    _deterministic(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
     try:
         yield
     finally:
         torch.utils.deterministic.fill_uninitialized_memory = was_filling  # type: ignore[attr-defined]
-        torch.use_deterministic_algorithms(was_on, warn_only=was_warn_only)
+        _deterministic(was_on, warn_only=was_warn_only)
+
+
+def _deterministic(mode: bool, *, warn_only: bool) -> None:
+    """`torch.use_deterministic_algorithms`, without importing torch._inductor when nothing has.
+
+    The public call imports torch._inductor (and with it torch._dynamo and sympy) only to copy
+    the flag into inductor's config: seconds of every harness process's first shape (2-3 s here
+    with bytecode cached, ~5 s on a host without it), for a compiler this process does not run.
+    Where inductor is loaded, or torch lacks the private setter, the public call keeps both in
+    step."""
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None or "torch._inductor.config" in sys.modules:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    else:
+        setter(mode, warn_only=warn_only)
