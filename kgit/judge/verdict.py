@@ -245,6 +245,9 @@ def interleaved_verdict(
             deltas,
         )
 
+    if agg.gain_ruled_out:
+        why = f"no gain past the floor: the interval tops out at {_pct(agg.high)}"
+        return verdict(ROLLED_BACK, NOT_IMPROVED if agg.high < 1.0 else WITHIN_NOISE, [why])
     if agg.call != BETTER:
         cause, why = {
             WORSE: (NOT_IMPROVED, "the candidate is slower"),

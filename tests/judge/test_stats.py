@@ -130,3 +130,54 @@ def test_the_floor_covers_the_largest_difference_any_pair_of_processes_drew() ->
     # within-pair spread alone: the three groups centred
     centred = calibrate_floors([group(0.0)] * 3, ["s"], min_effect_pct=0.01)["s"]
     assert 0.0004 < centred < 0.0007
+
+
+def sequential(seed: int, shift: dict[str, float]) -> tuple[object, int]:
+    """A validation as kgit samples it: the judgement after each pair from the minimum on, until
+    settled or the maximum (Interleaved's defaults); the last judgement and its pair count."""
+    settings = Interleaved()
+    stream = pairs(seed, settings.max_quads, shift)
+    for n in range(settings.min_quads, settings.max_quads + 1):
+        judgement = judge(stream[:n])
+        if judgement.settled:  # type: ignore[attr-defined]
+            break
+    return judgement, n
+
+
+def test_a_gain_ruled_out_settles_a_slowdown_among_unchanged_shapes_early() -> None:
+    # One shape of five 3% slower: the aggregate moves -0.6%, between "no change" and "worse"
+    # for as many pairs as the budget holds; once its interval tops out under the floor, no
+    # gain is left to find, and the verdict is a rollback that names the slower shape.
+    stops, found = [], 0
+    for seed in range(300, 340):
+        judgement, n = sequential(seed, {"s4096": -0.03})
+        verdict = interleaved_verdict(judgement, Thresholds())  # type: ignore[arg-type]
+        assert verdict.decision == ROLLED_BACK
+        found += judgement.shapes["s4096"].call == WORSE  # type: ignore[attr-defined]
+        stops.append(n)
+    assert found >= 38  # the slowdown is still called on its shape (39 of 40 with these seeds)
+    assert sorted(stops)[len(stops) // 2] == Interleaved().min_quads, stops
+    ruled_out = judge(pairs(301, 8, {"s4096": -0.03}))
+    assert ruled_out.aggregate.gain_ruled_out  # type: ignore[attr-defined]
+    why = interleaved_verdict(ruled_out, Thresholds()).reasons  # type: ignore[arg-type]
+    assert any(r.startswith("no gain past the floor") for r in why), why
+
+
+def test_ruling_a_gain_out_does_not_cost_real_gains_nor_add_false_claims() -> None:
+    accepted = sum(
+        interleaved_verdict(  # type: ignore[arg-type]
+            sequential(seed, dict.fromkeys(SHAPES, 0.03))[0], Thresholds()
+        ).decision
+        == ACCEPTED
+        for seed in range(400, 440)
+    )
+    assert accepted >= 38  # 3% faster on every shape (40 of 40 with these seeds)
+    claims = 0
+    for seed in range(500, 540):
+        judgement, _ = sequential(seed, {})
+        calls = [judgement.aggregate.call] + [  # type: ignore[attr-defined]
+            e.call
+            for e in judgement.shapes.values()  # type: ignore[attr-defined]
+        ]
+        claims += any(c in (BETTER, WORSE) for c in calls)
+    assert claims <= 2  # A/A: a change claimed in 0 of 40 with these seeds
