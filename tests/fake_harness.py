@@ -15,7 +15,9 @@ answers it, `print_ready: LINE` says it is ready with LINE; `hold` makes it hono
 KGIT_WORKER_HOLD (say it is held, wait for `start`) and log when it was held and when its first
 pass ran to `events.log` beside its work tree (`pass_sleep: S` lengthens that pass); `tamper_reference` (a hostile kernel)
 rewrites the sibling reference work tree's kernel.txt from the candidate's; `log_requests`
-appends each block request, with the side's work tree, to `requests.log` beside its work tree.
+appends each block request, with the side's work tree, to `requests.log` beside its work tree;
+`exit_sleep: S` takes S seconds to exit when asked, logging `exit-asked` and `exit-done` to
+`events.log`.
 """
 
 import argparse
@@ -103,6 +105,10 @@ def serve(settings: dict[str, str], flags: set[str], code: int) -> None:
     for blocks, line in enumerate(sys.stdin, 1):
         request = json.loads(line)
         if request.get("cmd") != "block":
+            if "exit_sleep" in settings:  # a slow teardown (a CUDA context), logged
+                log_event("exit-asked")
+                time.sleep(float(settings["exit_sleep"]))
+                log_event("exit-done")
             return
         if int(settings.get("worker_crash_at", 0)) == blocks:
             print("worker: crashing mid-request", flush=True)

@@ -59,6 +59,7 @@ class _Process:
             start_new_session=True,  # its own process group: killed whole
         )
         self.tail: deque[bytes] = deque()
+        self.asked = False  # asked to exit
         self.markers: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         assert self.proc.stdout is not None
         self.reader = threading.Thread(
@@ -127,9 +128,15 @@ class _Process:
         self.proc.wait()
         self.reader.join(timeout=5)
 
+    def ask_exit(self) -> bool:
+        """Ask the worker to exit (once); False when it is gone or cannot be asked."""
+        if not self.asked:
+            self.asked = self.proc.poll() is None and self.send({"cmd": "exit"})
+        return self.asked
+
     def close(self) -> None:
         """Ask the worker to exit; kill its process group if it does not."""
-        if self.proc.poll() is None and self.send({"cmd": "exit"}):
+        if self.ask_exit():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=EXIT_GRACE_S)
         self.kill()
@@ -160,8 +167,20 @@ class Side:
             role=f" {self.name}",
         )
 
+    def ask_exit(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
+
+
+def close_sides(sides: list[Side]) -> None:
+    """Close every side, all asked to exit first: their processes tear down (a CUDA context
+    each) side by side, not one after the other."""
+    for side in sides:
+        side.ask_exit()
+    for side in sides:
+        side.close()
 
 
 @dataclass
@@ -230,6 +249,9 @@ class WorkerSide(Side):
             hint="see its output; nothing of this validation was recorded as a verdict",
             details=self.process.text()[-4000:],
         )
+
+    def ask_exit(self) -> None:
+        self.process.ask_exit()
 
     def close(self) -> None:
         self.process.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
-from kgit.engine.measuring_sides import Launch, Side, launch_side, start_side
+from kgit.engine.measuring_sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.engine.passes import HarnessError, Measurement, Say, measure
 from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs, side_means
 from kgit.engine.worktree import measuring_tree
@@ -79,8 +79,7 @@ def _calibrated(
         mode = b.mode
         for index in range(processes):
             if index:  # a fresh pair, started as `kgit round validate` starts its sides
-                for side in sides:
-                    side.close()
+                close_sides(sides)
                 sides.clear()
                 held = launch_side(
                     campaign, "A", tree, shapes, frozen, echo=echo,
@@ -113,8 +112,7 @@ def _calibrated(
     finally:
         if held is not None:
             held.kill()
-        for side in sides:
-            side.close()
+        close_sides(sides)
     floors = calibrate_floors(groups, labels, settings.min_effect_pct)
     pairs = [pair for group in groups for pair in group]
     statistics: dict[str, Any] = {

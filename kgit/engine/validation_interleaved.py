@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring_sides import Launch, Side, launch_side, start_side
+from kgit.engine.measuring_sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.engine.passes import HarnessError, Measurement, Say, check_fingerprint
 from kgit.engine.validation_target import Outcome, Target, evidence_for
 from kgit.engine.worktree import require_pristine
@@ -119,8 +119,7 @@ def measure_interleaved(
     finally:
         if held is not None:
             held.kill()
-        for side in sides:
-            side.close()
+        close_sides(sides)
         if evidence is not None:
             evidence.seconds = round(evidence.seconds + time.monotonic() - start, 3)
     if failing:

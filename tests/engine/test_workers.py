@@ -169,6 +169,21 @@ def test_the_reference_starts_held_beside_the_candidates_first_pass(kernel_repo:
     assert processes_under(repo) == []
 
 
+def test_both_workers_are_asked_to_exit_before_either_is_waited_for(kernel_repo: Path) -> None:
+    # Each worker's teardown (a CUDA context on a GPU) runs beside the other's, not after it.
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="exit_sleep: 1\n"))
+    _round(repo, 101, "exit_sleep: 1\n")
+    log = repo / ".git" / "kgit" / "worktrees" / "c1" / "events.log"
+    log.unlink()  # the baseline's
+    result = run_kgit("round", "validate", "--json")
+    assert result.code in (0, 1), result
+    events = _events(repo)
+    asked = [events[(side, "exit-asked")][0] for side in ("candidate", "reference")]
+    done = [events[(side, "exit-done")][0] for side in ("candidate", "reference")]
+    assert max(asked) < min(done), (asked, done)
+    assert processes_under(repo) == []
+
+
 def test_a_held_reference_is_stopped_when_the_candidate_fails(kernel_repo: Path) -> None:
     repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="hold\n"))
     label = json.loads(git(repo, "show", "refs/kgit/c1/campaign:state.json"))["representative"][0]
