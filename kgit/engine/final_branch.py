@@ -1,6 +1,7 @@
 """The branch to merge (`kgit/<campaign>/final`, step 4 of final acceptance): one commit per
-accepted round, its commits squashed, built with commit-tree from the round commits' trees, each
-message carrying the round's hypothesis and result (from its note) and the round's author."""
+accepted round, in the order the best line took them, its commits squashed, built with
+commit-tree from the round commits' trees, each message carrying the round's hypothesis and
+result (from its note) and the round's author."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
-from kgit.records.notes import ACCEPTING, RoundNote
+from kgit.records.notes import ACCEPTING, RoundNote, in_line_order
 
 
 def final_branch(campaign: Campaign) -> str:
@@ -31,11 +32,13 @@ def final_commits(
     campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]]
 ) -> list[FinalCommit]:
     repo, base = campaign.repo, campaign.state.base
-    accepted = [
-        (commit, note)
+    on_line = [
+        (commit, (commit, note))
         for commit, note in rounds
         if note.status in ACCEPTING and commit != base and repo.is_ancestor(commit, best)
     ]
+    # In the order the best line took them: with rounds in parallel, round-3 may come first.
+    accepted = in_line_order(on_line, repo.rev_list(best, first_parent=True))
     messages = repo.commit_messages([c for c, _ in accepted])
     authors = repo.commit_authors([c for c, _ in accepted])
     result, previous = [], base

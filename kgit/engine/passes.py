@@ -15,7 +15,7 @@ from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint,
 from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo, clean_env
 from kgit.judge.scoring import Score, score
-from kgit.records.notes import RoundNote
+from kgit.records.notes import RoundNote, in_line_order
 from kgit.records.protocol import RUN_ENV, changed_since_written, written_digest
 from kgit.records.schema import BenchTable, parse_bench_csv
 
@@ -145,12 +145,9 @@ def require_clean(repo: Repo, action: str) -> None:
 
 def best_values(rounds: list[tuple[str, RoundNote]], line: list[str]) -> dict[str, float]:
     """Per-shape values of the best line: the baseline, overlaid by each accepted round's shapes
-    in the order the best line took them (LINE: its commits, newest first). Rounds in parallel
-    are not accepted in round order: the later round's figures may be the older ones."""
-    place = {commit: n for n, commit in enumerate(reversed(line))}
-    accepted = [(commit, note) for commit, note in rounds if note.accepted]
+    in the order the best line took them (LINE: its commits, newest first)."""
     values: dict[str, float] = {}
-    for _, note in sorted(accepted, key=lambda item: place.get(item[0], -1)):
+    for note in in_line_order([(c, n) for c, n in rounds if n.accepted], line):
         values.update(note.values())
     return values
 

@@ -46,6 +46,9 @@ class CampaignReader:
     def best_commit(self) -> str:
         return self._campaign.best_at_load or self._campaign.best_tip()
 
+    def best_line(self) -> list[str]:
+        return self._repo.rev_list(self.best_commit(), first_parent=True)
+
     def all_rounds(self, with_shapes: bool = True) -> list[tuple[str, RoundNote]]:
         return self._campaign.all_rounds(with_shapes)
 

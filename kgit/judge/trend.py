@@ -1,5 +1,5 @@
 """Iteration rule 9, the monotonic trend: along accepted rounds the rule's value never drops
-more than the noise (1%), each accepted round compared with the previous one.
+more than the noise (1%), each accepted round compared with the one the best line took before it.
 
 Quick validations measure 3-5 representative shapes while the baseline measured all of them, so
 two rounds are compared on the shapes both measured and passed, recomputed from the byte-exact
@@ -64,9 +64,10 @@ def compared(
 
 
 def monotonic_check(accepted: list[tuple[int, BenchTable | None]], metric: str) -> dict[str, Any]:
-    """Rule 9 over the ACCEPTED rounds, (number, bench table) in round order: each is compared
-    with the previous one on the shapes both measured; a round without a comparable table is
-    listed as unchecked, not as a failure."""
+    """Rule 9 over the ACCEPTED rounds, (number, bench table) in the order the best line took
+    them (with rounds in parallel, not always round order): each is compared with the one before
+    it on the shapes both measured; a round without a comparable table is listed as unchecked,
+    not as a failure."""
     key, name = rule_value(metric)
     steps, offending, unchecked = [], [], []
     for (after, previous), (number, table) in itertools.pairwise(accepted):

@@ -11,10 +11,13 @@ import functools
 import json
 import types
 import typing
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kgit.errors import KgitError
+
+T = TypeVar("T")
 
 NOTE_VERSION = 1
 STATE_VERSION = 2  # 2: open_rounds (several rounds in flight) replaces open_round
@@ -263,6 +266,15 @@ class RoundNote:
     def values(self) -> dict[str, float]:
         """Primary metric per PASS shape."""
         return {s.label: s.value for s in self.shapes if s.value is not None}
+
+
+def in_line_order(rounds: Iterable[tuple[str, T]], line: Sequence[str]) -> list[T]:
+    """The items of ROUNDS, (commit, item) pairs, in the order the best line took their commits
+    (LINE: its first-parent history, newest first); commits off the line come first, in their
+    given order. Rounds in parallel are not accepted in round order: round-3 may be accepted
+    before round-2, which is then rebased onto it, and round-2's figures are the newer ones."""
+    place = {commit: n for n, commit in enumerate(reversed(line))}
+    return [item for _, item in sorted(rounds, key=lambda pair: place.get(pair[0], -1))]
 
 
 WORK_TREE = "work tree"

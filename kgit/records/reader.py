@@ -43,6 +43,11 @@ class RecordReader(Protocol):
         """The best line's tip, as it was when the campaign was read."""
         ...
 
+    def best_line(self) -> list[str]:
+        """The best line's commits from `best_commit()`, newest first: its first-parent
+        history, the order in which accepts moved it (kgit/records/notes.py: in_line_order)."""
+        ...
+
     def all_rounds(self, with_shapes: bool = True) -> list[tuple[str, RoundNote]]:
         """(commit, note) of every recorded round, in round order."""
         ...

@@ -136,7 +136,7 @@ def report_data(campaign: RecordReader, plots: list[Path] | None = None) -> dict
         ],
         "memory_bound": memory_bound(metric),
         "trend": trend_rows(views, metric),
-        "rule9": rule9(views, metric),
+        "rule9": rule9(views, metric, campaign.best_line()),
         "best_vs_baseline": shape_rows,
         "termination": _termination(campaign, best),
         "applicability": _applicability(campaign, best_commit),

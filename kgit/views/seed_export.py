@@ -130,7 +130,7 @@ def trend_file(campaign: RecordReader, views: list[RoundView]) -> str:
         "target": {"metric": metric},
         "memory_bound": memory_bound(metric),
         "trend": trend_rows(views, metric),
-        "rule9": rule9(views, metric),
+        "rule9": rule9(views, metric, campaign.best_line()),
     }
     return to_markdown(Document(trend_blocks(data)))
 

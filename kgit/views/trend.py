@@ -14,6 +14,7 @@ from typing import Any
 
 from kgit.judge.scoring import pct
 from kgit.judge.trend import compared, memory_bound, monotonic_check, side_metrics
+from kgit.records.notes import in_line_order
 from kgit.views.record import RoundView
 
 GEMM_COLUMNS = (
@@ -106,9 +107,11 @@ def vs_baseline_cell(vs: dict[str, float]) -> str:
     return ", ".join(f"{short} {value:+.3f}%" for short, value in vs.items())
 
 
-def rule9(views: list[RoundView], metric: str) -> dict[str, Any]:
-    """Rule 9's check over the accepted rounds among VIEWS (kgit/judge/trend.py)."""
-    return monotonic_check([(v.number, v.table) for v in views if v.accepted], metric)
+def rule9(views: list[RoundView], metric: str, line: list[str]) -> dict[str, Any]:
+    """Rule 9's check over the accepted rounds among VIEWS (kgit/judge/trend.py), in the order
+    the best line took them (LINE: `RecordReader.best_line()`), not in round order."""
+    accepted = [(v.commit, v) for v in views if v.accepted and v.commit is not None]
+    return monotonic_check([(v.number, v.table) for v in in_line_order(accepted, line)], metric)
 
 
 def best_vs_baseline(views: list[RoundView], best_commit: str | None) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit, git, run_kgit
+from tests.views.helpers import play_rounds_out_of_order
 
 SUITE = """\
 import sys
@@ -98,6 +99,25 @@ def test_finish_accepts_and_leaves_a_branch_to_merge(suite_campaign: Path) -> No
     assert run_kgit("finish").code == 1  # already finished
     assert run_kgit("round", "start", "--reopen", "one more").code == 0
     assert run_kgit("status", "--json").json()["finished"] is False  # type: ignore[index]
+
+
+def test_the_final_branch_follows_the_order_the_best_line_took_the_rounds(
+    kernel_repo: Path,
+) -> None:
+    # Round-3 was accepted before round-2 (rebased onto it): in round order the final branch
+    # had no commit to give round-3 and finish refused, "the best line's tip is not an accepted
+    # round's commit".
+    repo = kernel_repo
+    play_rounds_out_of_order(repo)
+    # The accepts ran in linked work trees and moved the best line under the main one, which
+    # has it checked out: bring its files to the best line's tip.
+    git(repo, "reset", "-q", "--hard")
+    result = run_kgit("finish")
+    assert result.code == 0, result
+    final, best = "kgit/c1/final", git(repo, "rev-parse", "kgit/c1/best")
+    rounds = git(repo, "log", "--reverse", "--format=%(trailers:key=Kgit-Round,valueonly)", final)
+    assert rounds.split() == ["3", "2"]
+    assert git(repo, "rev-parse", f"{final}^{{tree}}") == git(repo, "rev-parse", f"{best}^{{tree}}")
 
 
 def test_finish_is_refused_when_the_suite_fails(suite_campaign: Path) -> None:

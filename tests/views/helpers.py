@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import commit, run_kgit
+from tests.conftest import commit, git, run_kgit
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -26,6 +26,35 @@ def play_rounds(repo: Path) -> None:
     assert commit(repo, message).returncode == 0
     assert run_kgit("round", "validate").code == 0
     assert run_kgit("round", "rollback", "--reason", "slower on every shape").code == 0
+
+
+def play_rounds_out_of_order(repo: Path) -> None:
+    """Campaign c1 on REPO (a kernel_repo) where round-3 (x1.2) is accepted before round-2
+    (x1.1), which is then rebased onto it and accepted: the best line's first-parent history is
+    baseline, round-3, round-2, as with parallel workers."""
+    from kgit.engine.campaign import Campaign
+    from kgit.engine.parallel import rebase_round
+    from kgit.gitdoor import open_repo
+    from tests.engine.remotes import kgit_in
+
+    # One line per round, blank lines between them, so that the rebase merges the two changes.
+    (repo / "kernel.txt").write_text("speed: 100\n\nboost.a: 1.0\n\nboost.b: 1.0\n")
+    git(repo, "commit", "-qam", "boost lines")
+    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+    assert run_kgit("baseline").code == 0
+    trees = {name: repo.parent / f"order-{name}" for name in "ab"}
+    for name, factor in (("a", "1.1"), ("b", "1.2")):
+        assert run_kgit("round", "start", f"boost {name}", "--worktree", str(trees[name])).code == 0
+        kernel = trees[name] / "kernel.txt"
+        kernel.write_text(
+            kernel.read_text().replace(f"boost.{name}: 1.0", f"boost.{name}: {factor}")
+        )
+        assert commit(trees[name], f"boost {name}").returncode == 0
+    assert kgit_in(trees["b"], "-q", "round", "validate").code == 0
+    assert kgit_in(trees["b"], "round", "accept").code == 0
+    assert rebase_round(Campaign.load(open_repo(trees["a"]), "c1"), print) is None
+    assert kgit_in(trees["a"], "-q", "round", "validate").code == 0
+    assert kgit_in(trees["a"], "round", "accept").code == 0
 
 
 _SHA = re.compile(r"\b[0-9a-f]{10,40}\b")

@@ -9,7 +9,7 @@ import pytest
 
 from kgit.views.trend import TrendLayout
 from tests.conftest import run_kgit
-from tests.views.helpers import check_golden, masked
+from tests.views.helpers import check_golden, masked, play_rounds_out_of_order
 
 UPDATE = bool(os.environ.get("KGIT_UPDATE_GOLDEN"))
 
@@ -53,12 +53,30 @@ def test_rule9_flags_an_accepted_round_that_lowered_the_step_metric(reviewed: Pa
     from kgit.views.record import load_rounds
     from kgit.views.trend import rule9
 
-    views = load_rounds(CampaignReader(Campaign.load(open_repo(reviewed), "c1")))
+    reader = CampaignReader(Campaign.load(open_repo(reviewed), "c1"))
+    views = load_rounds(reader)
     slower = next(v for v in views if v.number == 4)
-    assert slower.note is not None
+    assert slower.note is not None and slower.commit is not None
     slower.note.status = "ACCEPTED"  # as if round-4 (10% slower) had been accepted
-    check = rule9(views, "Forward TFLOPS")
+    check = rule9(views, "Forward TFLOPS", [slower.commit, *reader.best_line()])
     assert check["ok"] is False and check["offending_rounds"] == [4]
+
+
+def test_rule9_follows_the_order_the_best_line_took_the_rounds(kernel_repo: Path) -> None:
+    # Round 3 (x1.2) was accepted first, round 2 (x1.1) on top of it: each gained on the one
+    # before it on the line. In round order, round 3 read as a loss after round 2 (-9.1%).
+    play_rounds_out_of_order(kernel_repo)
+    data = run_kgit("report", "--json").json()
+    assert isinstance(data, dict) and data["best"]["round"] == 2
+    rule = data["rule9"]
+    assert rule["ok"] is True and rule["offending_rounds"] == [], rule
+    assert [(s["round"], s["after"]) for s in rule["steps"]] == [(3, 1), (2, 3)]
+    assert [round(s["change_pct"]) for s in rule["steps"]] == [20, 10]
+    # The seed export's trend file judges rule 9 the same way.
+    out = kernel_repo.parent / "export"
+    assert run_kgit("export", str(out)).code == 0
+    trend = (out / "logs" / "performance_trend.md").read_text()
+    assert "never decreased by more than 1% along the accepted rounds (2 steps" in trend, trend
 
 
 def test_memory_bound_trend_uses_gbs_columns() -> None:
