@@ -12,6 +12,8 @@ it starts inherits. Whoever takes a measuring lock of that repository (kgit/engi
 looks through /proc for tethered processes whose kgit has ended, kills their process groups
 (SIGKILL), waits until they are gone and says so in one line. A process is known by its pid *and*
 its start time, so a recycled pid is never taken for a live kgit, nor a live kgit for a dead one.
+The sweep keeps to its repository, as the lock does: a kgit never kills another project's
+processes (nor one test's kgit another test's).
 
 Why a mark in the environment rather than a record of the groups written by the lock's holder:
 the mark is in place from the command's first instruction (a record is written after the fork,
