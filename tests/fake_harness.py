@@ -18,6 +18,11 @@ rewrites the sibling reference work tree's kernel.txt from the candidate's; `log
 appends each block request, with the side's work tree, to `requests.log` beside its work tree;
 `exit_sleep: S` takes S seconds to exit when asked, logging `exit-asked` and `exit-done` to
 `events.log`.
+
+`orphan_log: PATH` (an absolute path) appends a line per run to PATH: its pid, its process group
+and the pids of the earlier lines still running (`-` when none): a run beside a process left by a
+killed kgit names it. The first run (PATH missing) then sleeps without a word: a long pass that
+outlives a kgit killed in the middle of it.
 """
 
 import argparse
@@ -93,6 +98,24 @@ def write_csv(path: str, shapes: list[dict], settings: dict[str, str], flags: se
     return failing
 
 
+def running(pid: int) -> bool:
+    """PID is a process that still runs (a zombie has ended: only its parent's wait is missing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def log_orphans(path: Path) -> bool:
+    """`orphan_log`: this run's line; True for the first run."""
+    earlier = path.read_text().splitlines() if path.exists() else []
+    alive = [line.split()[0] for line in earlier if running(int(line.split()[0]))]
+    with open(path, "a") as log:
+        log.write(f"{os.getpid()} {os.getpgrp()} {','.join(alive) or '-'}\n")
+    return not earlier
+
+
 def log_event(event: str) -> None:
     with open(Path.cwd().parent / "events.log", "a") as log:
         log.write(f"{time.time():.6f} {Path.cwd().name} {event}\n")
@@ -130,6 +153,8 @@ def main() -> int:
     parser.add_argument("--shapes", required=True)
     args = parser.parse_args()
     settings, flags = read_kernel()
+    if "orphan_log" in settings and log_orphans(Path(settings["orphan_log"])):
+        time.sleep(600)
     if "tamper_reference" in flags and Path.cwd().name == "candidate":  # a hostile kernel
         target = Path.cwd().parent / "reference" / "kernel.txt"
         target.write_text(target.read_text().replace("speed: 100", "speed: 50"))

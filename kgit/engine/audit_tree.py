@@ -33,7 +33,13 @@ def gate_with(
     try:
         rebuild = campaign.manifest.rebuild_command
         if rebuild:
-            built = run_command(rebuild, tree, campaign.manifest.timeout_s, env=gate_env(tree))
+            built = run_command(
+                rebuild,
+                tree,
+                campaign.manifest.timeout_s,
+                tether=campaign.repo.common_dir,
+                env=gate_env(tree),
+            )
             if not built.ok:
                 return None, False
         return run_gate(campaign, tree, allowed), True
@@ -43,7 +49,13 @@ def gate_with(
 
 
 def run_gate(campaign: Campaign, tree: Path, timeout_s: float) -> CommandResult:
-    return run_command(campaign.manifest.test_command, tree, timeout_s, env=gate_env(tree))
+    return run_command(
+        campaign.manifest.test_command,
+        tree,
+        timeout_s,
+        tether=campaign.repo.common_dir,
+        env=gate_env(tree),
+    )
 
 
 def gate_env(tree: Path) -> dict[str, str]:

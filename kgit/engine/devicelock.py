@@ -9,7 +9,8 @@ sees every device or none, so all of them share one lock: the safe side). It is 
 harness passes and interleaved sessions only; the kernel's JIT compilation inside a harness's
 first pass falls inside it, since the harness compiles as it times. The holder is written into
 the lock file, so a waiter says who it waits for; the kernel drops the lock when its holder
-exits, so a killed holder never leaves it taken.
+exits, so a killed holder never leaves it taken. What a dead kgit left running (its harness, its
+tests) is killed as the lock is taken, before anything is timed (kgit/engine/orphans.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from kgit.engine.orphans import kill_left_behind
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, locks
 
@@ -86,6 +88,7 @@ def measuring(repo: Repo, what: str, say: Say, *, key: str | None = None) -> Ite
         _acquire(handle, path, key, what, say)
         _held[key] = 1
         try:
+            kill_left_behind(repo.common_dir, lambda line: say(f"device {key}: {line}"))
             yield
         finally:
             _held[key] = 0

@@ -196,18 +196,18 @@ def _acceptance(
     campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]], say: Say, *, echo: bool
 ) -> Acceptance:
     manifest = campaign.manifest
-    root, timeout = campaign.repo.root, manifest.timeout_s
+    root, timeout, tether = campaign.repo.root, manifest.timeout_s, campaign.repo.common_dir
     reasons: list[str] = []
     if manifest.rebuild_command:
         say(f"rebuild: `{manifest.rebuild_command}`")
-        built = run_command(manifest.rebuild_command, root, timeout, echo=echo)
+        built = run_command(manifest.rebuild_command, root, timeout, tether=tether, echo=echo)
         if not built.ok:
             raise KgitError("the rebuild command failed", details=built.tail[-4000:])
     command = manifest.acceptance_command or manifest.test_command
     if not manifest.acceptance_command:
         say("warning: no acceptance_command in the manifest: running test_command as the suite")
     say(f"test suite: `{command}`")
-    suite = run_command(command, root, timeout, echo=echo)
+    suite = run_command(command, root, timeout, tether=tether, echo=echo)
     if not suite.ok:
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")

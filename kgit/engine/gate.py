@@ -37,7 +37,9 @@ def run_tests(
     command = campaign.manifest.test_command
     say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
     folder = checkout or campaign.repo.root
-    return run_command(command, folder, campaign.manifest.timeout_s, echo=echo)
+    return run_command(
+        command, folder, campaign.manifest.timeout_s, tether=campaign.repo.common_dir, echo=echo
+    )
 
 
 def record_gate(

@@ -5,6 +5,7 @@ Every side starts the same way: the harness's plain first pass on every shape, w
 `KGIT_WORKER=1` in its environment. A worker then says it is ready and answers block requests;
 a plain harness exits, and its pass is kept as the side's first measurement. A side's process
 group is killed on every way out (close, error, Ctrl-C): a harness left behind keeps the GPU.
+A SIGKILL of kgit is no way out it sees: the next measurement kills the side (kgit/engine/orphans.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import IO, Any, ClassVar
 
 from kgit import progress
 from kgit.engine.campaign import Campaign
+from kgit.engine.orphans import tether
 from kgit.engine.passes import HarnessError, Measurement, Say, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
 from kgit.records.protocol import (
@@ -370,7 +372,8 @@ def launch_side(
     csv_path, shapes_path = scratch / "first.csv", scratch / "shapes.json"
     shapes_path.write_text(json.dumps(shapes, indent=1))
     command = harness_command(campaign.manifest.quick_command, csv_path, shapes_path)
-    env = {**harness_env(tree), WORKER_ENV: "1"}
+    # Tethered: a worker exits when kgit's end closes its stdin, but only after its pass or block.
+    env = tether({**harness_env(tree), WORKER_ENV: "1"}, campaign.repo.common_dir)
     if first_block_ms is not None:
         env[FIRST_BLOCK_ENV] = f"{first_block_ms:g}"
     if hold:

@@ -60,7 +60,13 @@ def measure(
     say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
     with measuring(campaign.repo, f"campaign {campaign.name}: a harness pass{role}", say):
         run = run_harness(
-            manifest.quick_command, shapes, cwd, manifest.timeout_s, echo=echo, env=harness_env(cwd)
+            manifest.quick_command,
+            shapes,
+            cwd,
+            manifest.timeout_s,
+            tether=campaign.repo.common_dir,
+            echo=echo,
+            env=harness_env(cwd),
         )
     result = read_run(campaign, run, [s["label"] for s in shapes], frozen)
     say(

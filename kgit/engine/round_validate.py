@@ -46,7 +46,13 @@ def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
     if not command:
         return
     say(f"rebuild: `{command}`")
-    result = run_command(command, campaign.repo.root, campaign.manifest.timeout_s, echo=echo)
+    result = run_command(
+        command,
+        campaign.repo.root,
+        campaign.manifest.timeout_s,
+        tether=campaign.repo.common_dir,
+        echo=echo,
+    )
     if not result.ok:
         raise KgitError(
             "the rebuild command failed",

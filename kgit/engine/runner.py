@@ -2,7 +2,8 @@
 
 Commands run through the shell from the round's work tree, in a clean git environment, in their
 own process group (a timeout kills the whole tree), with only the output's tail kept in memory so a
-harness that floods its output cannot exhaust it.
+harness that floods its output cannot exhaust it. A command tethered to its repository is killed
+by the next measurement there when kgit dies before it (kgit/engine/orphans.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgit import progress
+from kgit.engine.orphans import tether as tethered
 from kgit.gitdoor import clean_env
 
 TAIL_BYTES = 16_384
@@ -55,16 +57,19 @@ def run_command(
     cwd: Path,
     timeout_s: float,
     *,
+    tether: Path | None,
     echo: bool = False,
     env: dict[str, str] | None = None,
 ) -> CommandResult:
-    """Run COMMAND through the shell; keep the last TAIL_BYTES of stdout+stderr."""
+    """Run COMMAND through the shell; keep the last TAIL_BYTES of stdout+stderr. TETHER: the
+    repository (its common git folder) whose next measurement kills the command if kgit dies
+    before it; None for a command that writes the repository and may finish alone."""
     start = time.monotonic()
     proc = subprocess.Popen(
         command,
         shell=True,
         cwd=cwd,
-        env=env or clean_env(),
+        env=tethered(env or clean_env(), tether),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -115,6 +120,7 @@ def run_harness(
     cwd: Path,
     timeout_s: float,
     *,
+    tether: Path,
     echo: bool,
     env: dict[str, str] | None = None,
 ) -> HarnessRun:
@@ -123,7 +129,7 @@ def run_harness(
         csv_path, shapes_path = Path(scratch) / "summary.csv", Path(scratch) / "shapes.json"
         shapes_path.write_text(json.dumps(shapes, indent=1))
         command = harness_command(quick_command, csv_path, shapes_path)
-        result = run_command(command, cwd, timeout_s, echo=echo, env=env)
+        result = run_command(command, cwd, timeout_s, tether=tether, echo=echo, env=env)
         csv = csv_path.read_bytes() if csv_path.is_file() else None
     return classify_harness(result, csv, timeout_s)
 

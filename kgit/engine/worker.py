@@ -213,7 +213,11 @@ def _apply(tree: Repo, setup: WorkerSetup, item: Hypothesis) -> str | None:
     else:
         assert item.command is not None
         command = item.command
-    result = run_command(command, tree.root, campaign.manifest.timeout_s, echo=setup.echo)
+    # Untethered: the change writes the round's work tree, and a half-applied one is worse
+    # than one that finishes alone.
+    result = run_command(
+        command, tree.root, campaign.manifest.timeout_s, tether=None, echo=setup.echo
+    )
     if not result.ok:
         return f"the change did not apply (`{command}` exited {result.returncode}): " + _last(
             result.tail
@@ -226,7 +230,10 @@ def _apply(tree: Repo, setup: WorkerSetup, item: Hypothesis) -> str | None:
 
 def _commit(tree: Repo, item: Hypothesis, echo: bool) -> str | None:
     """Commit the staged change through the commit gate; the gate's failure in words."""
-    result = run_command(f"git commit -q -m {shlex.quote(item.text)}", tree.root, 3600, echo=echo)
+    # Untethered: a git commit killed midway leaves the index locked; its hook's tests are
+    # tethered by the hook's own kgit.
+    message = shlex.quote(item.text)
+    result = run_command(f"git commit -q -m {message}", tree.root, 3600, tether=None, echo=echo)
     if result.ok:
         return None
     tree.reset_hard()  # the work tree goes back to the round's parent

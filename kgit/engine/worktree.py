@@ -39,7 +39,9 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     command = campaign.manifest.rebuild_command
     if command and (not marker.exists() or marker.read_text() != commit):
         say(f"rebuild ({side} work tree): `{command}`")
-        result = run_command(command, path, campaign.manifest.timeout_s, echo=echo)
+        result = run_command(
+            command, path, campaign.manifest.timeout_s, tether=repo.common_dir, echo=echo
+        )
         if not result.ok:
             raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
         marker.write_text(commit)
