@@ -20,7 +20,10 @@ baseline's CSV. It counts SM cycles, so it follows the clock as the kernel does;
 verdict estimated is printed, so the size actually planted can be read off the table.
 
 `--seed N` first times N A/A validations under `decision_policy: seed` (the campaign that sizes
-the delays), for the wall-time comparison. The table is printed last; the rows also
+the delays), for the wall-time comparison. Both policies' times include process start: on a host
+that keeps no bytecode cache (PYTHONDONTWRITEBYTECODE=1 over an install without .pyc files, as on
+the H200 hosts here) every process compiles torch's Python anew, ~5 s; unset it and point
+PYTHONPYCACHEPREFIX at a writable folder to time what an ordinary install costs. The table is printed last; the rows also
 go to $OUT/verdict_check.json when OUT is set.
 """
 
@@ -274,6 +277,12 @@ def main() -> int:
     args = parser.parse_args()
 
     kernel = KERNELS[args.kernel]
+    if sys.flags.dont_write_bytecode:
+        print(
+            "warning: PYTHONDONTWRITEBYTECODE is set: where no .pyc is installed, every process "
+            "compiles its imports anew, and both policies' times include it",
+            flush=True,
+        )
     gpu = _has_cuda()
     shapes = kernel.gpu_shapes if gpu else kernel.cpu_shapes
     if args.kernel == "gemm" and gpu:  # 256^3 .. 8192^3, as the issue's campaign
