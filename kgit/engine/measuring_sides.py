@@ -38,6 +38,7 @@ from kgit.records.protocol import (
     changed_since_written,
     parse_marker,
 )
+from kgit.records.schema import metric_inputs
 
 # How long a block request may take before the worker is taken for hung: a block times tens of
 # milliseconds; the first block of a shape also prepares its inputs and graph.
@@ -200,7 +201,12 @@ class WorkerSide(Side):
         shapes_path = self.scratch / f"shapes-{self.requests}.json"
         shapes_path.write_text(json.dumps(shapes))
         request = block_request(
-            self.requests, str(csv_path), str(shapes_path), block_ms, relocate=relocate
+            self.requests,
+            str(csv_path),
+            str(shapes_path),
+            block_ms,
+            relocate=relocate,
+            columns=metric_inputs(self.campaign.manifest.primary_metric),
         )
         start = time.monotonic()
         if not self.process.send(request):

@@ -7,6 +7,7 @@ per timed call, built before any timing starts.
 
 from __future__ import annotations
 
+import math
 import statistics
 import warnings
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from kgit.measure.correctness import poisoned_allocations, reference_dtype, snr_db
-from kgit.measure.timing import Timing, once_per_shape, time_fn
+from kgit.measure.timing import Timing, once_per_shape, passes_over, time_fn
 
 Op = Callable[..., torch.Tensor]
 MakeInputs = Callable[[], list[torch.Tensor]]
@@ -32,6 +33,8 @@ class Rate:
 def rate(work: float, timing: Timing, per_ms: Callable[[float, float], float]) -> Rate:
     """`per_ms(work, ms)` at the median time, and its spread over the timed samples."""
     per_sample = [per_ms(work, ms) for ms in timing.samples]
+    if not per_sample:  # a call passed over in a block
+        return Rate(math.nan, math.nan)
     return Rate(per_ms(work, timing.median_ms), statistics.pstdev(per_sample))
 
 
@@ -93,7 +96,10 @@ def _output_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> float:
 
 
 def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
-    """Forward time as in a training step: inputs require grad, so autograd records the call."""
+    """Forward time as in a training step: inputs require grad, so autograd records the call.
+    NaN in a block whose verdict reads no forward column."""
+    if passes_over("Forward"):
+        return Timing.passed_over()
 
     def make() -> list[torch.Tensor]:
         return _leaves(make_inputs())
@@ -102,7 +108,10 @@ def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: fl
 
 
 def time_backward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
-    """Backward time: each timed call runs `out.backward(grad_out)` on its own forward graph."""
+    """Backward time: each timed call runs `out.backward(grad_out)` on its own forward graph.
+    NaN in a block whose verdict reads no backward column."""
+    if passes_over("Backward"):
+        return Timing.passed_over()
 
     def make() -> tuple[torch.Tensor, torch.Tensor]:
         out = op(*_leaves(make_inputs()))

@@ -300,17 +300,19 @@ def _bench_all(
     *,
     block_ms: float | None = None,
     relocate: bool = False,
+    read: tuple[str, ...] | None = None,
     progress: bool = True,
 ) -> list[Row]:
     """One row per shape; with BLOCK_MS, each shape timed in block mode (a worker's blocks: each
-    time_fn call site keeps its inputs, warm state and graph from one block to the next)."""
+    time_fn call site keeps its inputs, warm state and graph from one block to the next). READ
+    names the columns the verdict reads, when the request says (the others may be NaN)."""
     rows = []
     for index, shape in enumerate(shapes, start=1):
         start = time.perf_counter()
         if block_ms is None:
             row = _bench_safely(bench, shape, settings, columns)
         else:
-            with block_mode(block_ms, shape["label"], relocate=relocate):
+            with block_mode(block_ms, shape["label"], relocate=relocate, columns=read):
                 row = _bench_safely(bench, shape, settings, columns)
         rows.append(row)
         if progress:
@@ -330,8 +332,16 @@ def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, cod
         shapes = load_shapes(request["shapes"])
         block_ms = float(request["block_ms"])
         relocate = bool(request.get("relocate", False))
+        read = request.get("columns")  # what the verdict reads (protocol 1 may omit it)
         rows = _bench_all(
-            bench, shapes, settings, columns, block_ms=block_ms, relocate=relocate, progress=False
+            bench,
+            shapes,
+            settings,
+            columns,
+            block_ms=block_ms,
+            relocate=relocate,
+            read=tuple(read) if read else None,
+            progress=False,
         )
         try:
             _require_own_clocks()

@@ -24,6 +24,7 @@ from kgit.measure.timing_blocks import (
     block_mode,
     block_timing,
     once_per_shape,
+    passes_over,
 )
 from kgit.measure.timing_core import (
     ESTIMATE_MS,
@@ -46,6 +47,7 @@ __all__ = [
     "block_mode",
     "nbytes",
     "once_per_shape",
+    "passes_over",
     "replaced_clocks",
     "time_fn",
 ]

@@ -50,6 +50,11 @@ class Timing:
     host_bound_samples: int = 0
 
     @classmethod
+    def passed_over(cls) -> Timing:
+        """No figure: a block whose verdict reads none of this call's columns (`passes_over`)."""
+        return cls(math.nan, math.nan, math.nan, (), "passed over")
+
+    @classmethod
     def from_samples(cls, samples: list[float], method: str, host_bound_samples: int = 0) -> Timing:
         if not samples:
             raise ValueError("a timing needs at least one sample")

@@ -11,7 +11,7 @@ shape checked and timed, the CSV written), then prints one line
 line on its standard input:
 
     {"id": 3, "cmd": "block", "summary_csv": PATH, "shapes": PATH, "block_ms": 25.0,
-     "relocate": true}
+     "relocate": true, "columns": ["Forward GB/s"]}
     {"id": 4, "cmd": "exit"}
 
 A worker started with `KGIT_WORKER_HOLD=1` as well first prints
@@ -30,8 +30,10 @@ CSV's digest as written). With `relocate` (optional, false by
 default), each shape's measuring units (input pool and graph) are first built again at a new,
 random place in device memory: where a memory-bound kernel's buffers sit moves its time by up to
 ~1% on an H200, and a unit placed anew at each quad makes that a noise both sides share instead
-of a steady difference between two processes. Anything else the harness prints is its
-log. Each marker line starts a line of its own (the worker prints a newline before it).
+of a steady difference between two processes. `columns` (optional) names the CSV columns the
+verdict reads (the primary metric's inputs): a worker may leave the others NaN in a block, and
+skip the timing behind them (kgit.measure times no backward for a forward metric). Anything else
+the harness prints is its log. Each marker line starts a line of its own (the worker prints a newline before it).
 """
 
 from __future__ import annotations
@@ -105,9 +107,15 @@ def parse_marker(line: str) -> tuple[str, dict[str, Any]] | None:
 
 
 def block_request(
-    request_id: int, summary_csv: str, shapes: str, block_ms: float, *, relocate: bool = False
+    request_id: int,
+    summary_csv: str,
+    shapes: str,
+    block_ms: float,
+    *,
+    relocate: bool = False,
+    columns: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    return {
+    request: dict[str, Any] = {
         "id": request_id,
         "cmd": "block",
         "summary_csv": summary_csv,
@@ -115,3 +123,6 @@ def block_request(
         "block_ms": block_ms,
         "relocate": relocate,
     }
+    if columns:
+        request["columns"] = list(columns)
+    return request

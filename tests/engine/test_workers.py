@@ -142,6 +142,8 @@ def test_each_side_is_placed_anew_once_a_quad(kernel_repo: Path) -> None:
         assert sorted(names) == ["A", "A", "B", "B"] and names[0] == names[3], names
         # the first block of each side relocates, its second does not
         assert flags == [True, True, False, False], (names, flags)
+    # every block names what the verdict reads: the primary metric's column
+    assert {tuple(r["columns"]) for r in requests} == {("Forward TFLOPS",)}
 
 
 def _events(repo: Path) -> dict[tuple[str, str], list[float]]:

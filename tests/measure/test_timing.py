@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
 
 import pytest
@@ -319,3 +320,52 @@ def test_blocks_see_a_planted_three_percent_delay() -> None:
         ratios.append((times["b"] + times["b2"]) / (times["a"] + times["a2"]))
     mean = sum(ratios) / len(ratios)
     assert 1.015 < mean < 1.06, ratios
+
+
+def test_a_block_that_reads_forward_only_passes_the_backward_over() -> None:
+    # A worker's block request names the columns its verdict reads: a forward metric's blocks
+    # time no backward (NaN there), and the call sites after it keep their places, so the check
+    # after timing and a later block that reads everything find what the first block set.
+    from kgit.measure.harness import Settings
+    from kgit.measure.memory import memory_row
+    from kgit.measure.timing import block_mode
+
+    backwards = [0]
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: object, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+            ctx.save_for_backward(x, w)  # type: ignore[attr-defined]
+            return x * w
+
+        @staticmethod
+        def backward(ctx: object, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
+            backwards[0] += 1
+            x, w = ctx.saved_tensors  # type: ignore[attr-defined]
+            return dy * w, (dy * x).sum(0)
+
+    def op(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return Scale.apply(x, w)  # type: ignore[no-any-return]
+
+    def reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return x * w
+
+    settings = Settings(device=torch.device("cpu"), repeats=None)
+    shape = {"label": "forward-only", "M": 64, "N": 32}
+
+    def row(columns: tuple[str, ...] | None) -> dict[str, object]:
+        with block_mode(5.0, "forward-only", columns=columns):
+            return memory_row(
+                shape, settings, op, reference=reference, bytes_moved=lambda m, n, s: (m, n)
+            )
+
+    first = row(None)
+    assert first["Check"] == "PASS" and first["Backward GB/s"] > 0  # type: ignore[operator]
+    before = backwards[0]
+    forward_only = row(("Forward GB/s",))
+    assert backwards[0] == before  # no backward ran: not timed, and checked once per shape only
+    assert forward_only["Check"] == "PASS" and forward_only["Forward GB/s"] > 0  # type: ignore[operator]
+    assert math.isnan(forward_only["Backward GB/s"])  # type: ignore[arg-type]
+    again = row(("Forward GB/s", "Backward Time (ms)"))
+    assert again["Check"] == "PASS" and again["Backward GB/s"] > 0  # type: ignore[operator]
+    assert backwards[0] > before
