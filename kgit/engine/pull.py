@@ -16,9 +16,9 @@ What a pull checks before it moves anything (all or nothing, under the write loc
   removed, no closed round's note changed, no abandoned round dropped, no round number reused;
 - the remote's best line is on a commit its record accepted (or the campaign's base);
 - a branch that moves holds no commit the remote's lacks (or is exactly what the remote held
-  when this clone last fetched: a copy of another clone's round, rebased there since), and is
-  not checked out elsewhere; the branch checked out here moves with its files only when the
-  work tree is clean.
+  when this clone last fetched: a copy of another clone's round, rebased there since); a branch
+  checked out in a work tree of this clone (here, or the main one while a pull runs in a round's
+  own) moves with that tree's files, only when the tree is clean (kgit/engine/follow.py).
 Notes refs and tips chains are merged by the rules of kgit/engine/merge.py. A pull runs nothing
 and installs nothing: a campaign that arrives is not trusted here (kgit/engine/trust.py) until
 `kgit trust`, and the commit gate is installed only by `kgit hooks install`.
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
+from kgit.engine.follow import other_trees_on
 from kgit.engine.hooks import hooks_missing
 from kgit.engine.inbound import (
     best_elsewhere,
@@ -64,7 +65,8 @@ class Plan:
     """Every ref a pull moves, as one compare-and-swap transaction, and the work tree move."""
 
     moves: list[tuple[str, str, str | None]] = field(default_factory=list)
-    work_tree: tuple[str, str] | None = None  # (old, new) of the branch checked out here
+    # (work tree, old, new) of each moving branch checked out in a work tree of this repository
+    work_trees: list[tuple[Repo, str, str]] = field(default_factory=list)
 
     def move(self, ref: str, new: str | None, old: str | None) -> None:
         if new != old:
@@ -311,50 +313,53 @@ def _plan_tips(
 
 
 def check_work_trees(repo: Repo, plan: Plan) -> None:
-    """A moving branch checked out in another work tree is refused; the one checked out here
-    moves with its files when nothing local would be overwritten."""
+    """A moving branch checked out here, or in another work tree of this repository (the main
+    one, where a pull ran in a round's work tree), moves with that tree's files when nothing
+    local would be overwritten; otherwise the pull is refused before anything moves."""
     branches = [m for m in plan.moves if m[0].startswith("refs/heads/")]
     if not branches:
         return
     checked_out, here = repo.checked_out_branches(), repo.current_branch()
     for ref, new, old in branches:
-        short = ref.removeprefix("refs/heads/")
         if ref not in checked_out:
             continue
-        if ref != here:
-            raise KgitError(
-                f"{short} is checked out in another work tree and kgit pull would move it",
-                hint="there: git checkout --detach; then kgit pull (git worktree list finds it)",
-            )
-        if new == ZERO_SHA:
-            raise KgitError(
-                f"{short} is checked out here and kgit pull would delete it (its round was "
-                "closed in the other clone)",
-                hint="git checkout the best line (kgit status names it), then kgit pull",
-            )
-        if repo.dirty_paths():
-            raise KgitError(
-                f"{short} is checked out here with uncommitted changes, and kgit pull would "
-                "move it",
-                hint="commit or set the changes aside (git diff > FILE; git checkout -- .), "
-                "then kgit pull",
-            )
-        assert old is not None
-        plan.work_tree = (old, new)
+        trees = ([repo] if ref == here else []) + other_trees_on(repo, ref)
+        for tree in trees:
+            _require_movable(tree, ref, new, "here" if tree is repo else f"in {tree.root}")
+            assert old is not None
+            plan.work_trees.append((tree, old, new))
+
+
+def _require_movable(tree: Repo, ref: str, new: str, where: str) -> None:
+    short = ref.removeprefix("refs/heads/")
+    if new == ZERO_SHA:
+        raise KgitError(
+            f"{short} is checked out {where} and kgit pull would delete it (its round was "
+            "closed in the other clone)",
+            hint="git checkout the best line there (kgit status names it), then kgit pull",
+        )
+    if tree.dirty_paths():
+        raise KgitError(
+            f"{short} is checked out {where} with uncommitted changes, and kgit pull would move it",
+            hint="there: commit or set the changes aside (git diff > FILE; git checkout -- .), "
+            "then kgit pull",
+        )
 
 
 def apply_plan(repo: Repo, plan: Plan) -> None:
-    """The work tree first (it can refuse: an untracked file in the way), then every ref in one
-    transaction; a refused transaction puts the work tree back."""
+    """The work trees first (one can refuse: an untracked file in the way), then every ref in
+    one transaction; a refusal puts the work trees already moved back."""
     if not plan.moves:
         return
-    if plan.work_tree:
-        repo.move_work_tree(*plan.work_tree)
+    moved: list[tuple[Repo, str, str]] = []
     try:
+        for tree, old, new in plan.work_trees:
+            tree.move_work_tree(old, new)
+            moved.append((tree, old, new))
         repo.update_refs(plan.moves, "kgit pull")
     except KgitError:
-        if plan.work_tree:
-            repo.move_work_tree(plan.work_tree[1], plan.work_tree[0])
+        for tree, old, new in reversed(moved):
+            tree.move_work_tree(new, old)
         raise
 
 

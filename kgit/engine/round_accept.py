@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
+from kgit.engine.follow import follow_branch
 from kgit.engine.gate import Say, ensure_gated
 from kgit.engine.integrity import impossible, rule11_findings
 from kgit.engine.passes import best_values
@@ -188,6 +189,10 @@ def accept_under_lock(
         if best_tip != tip:
             repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
         status = _record_accept(current, open_round, tip, note, words or {})
+        # Under the lock, so that a later accept finds the trees that follow at this tip. A
+        # completed accept's move was interrupted before the trees followed it from the parent.
+        old = best_tip if best_tip != tip else open_round.parent
+        trees = follow_branch(repo, best_ref, old, tip, say)
     leave_round_branch(campaign, open_round.number)
     # The result is said once, by the command (kgit/views/commands.py), not also as progress.
     return {
@@ -197,6 +202,7 @@ def accept_under_lock(
         "best": tip,
         "commit": tip,
         "kept_at": campaign.refs.kept(open_round.number),
+        "work_trees": trees,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from kgit.errors import KgitError
 from kgit.gitdoor.runner import ZERO_SHA, GitCore
@@ -75,6 +76,17 @@ class Refs(GitCore):
 
     def checked_out_branches(self) -> set[str]:
         """The branches (full refs) checked out in any work tree of the repository."""
+        return {branch for _, branch in self.checkouts()}
+
+    def checkouts(self) -> list[tuple[Path, str]]:
+        """(work tree, branch as a full ref) for each work tree of the repository that has a
+        branch checked out (`git worktree list`: one record of `key value` fields per tree, a
+        blank field between records)."""
         out = self.git("worktree", "list", "--porcelain", "-z")
-        fields = out.decode(errors="replace").split("\0")
-        return {f.removeprefix("branch ") for f in fields if f.startswith("branch ")}
+        found, tree = [], None
+        for field in out.decode(errors="replace").split("\0"):
+            if field.startswith("worktree "):
+                tree = Path(field.removeprefix("worktree "))
+            elif field.startswith("branch ") and tree is not None:
+                found.append((tree, field.removeprefix("branch ")))
+        return found

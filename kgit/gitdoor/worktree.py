@@ -21,6 +21,14 @@ class WorkTree(GitCore):
                 paths.append(entry[3:].decode())
         return paths
 
+    def clean_at(self, commit: str) -> bool:
+        """Whether the index and the tracked files hold COMMIT's files exactly, whatever HEAD
+        says (a branch moved under this work tree leaves them at its old commit)."""
+        self.git("update-index", "-q", "--refresh", check=False)  # stat-only changes are none
+        return self.succeeds("diff-index", "--quiet", "--cached", commit, "--") and self.succeeds(
+            "diff-files", "--quiet"
+        )
+
     def unclean_paths(self) -> list[str]:
         """Tracked files that differ from HEAD, and untracked files git does not ignore."""
         out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
