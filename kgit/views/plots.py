@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.judge.scoring import geomean
+from kgit.records.notes import in_line_order
 from kgit.views.record import RoundView
 
 AGGREGATE_PNG = "aggregate_per_round.png"
@@ -34,24 +35,50 @@ def _pyplot() -> Any:
     return plt
 
 
-def plot_aggregate(views: list[RoundView], metric: str, labels: list[str], path: Path) -> Path:
+def best_line_steps(kept: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """KEPT, (round, aggregate) of the accepted rounds in the order the best line took them, as
+    the steps of the line's level over round numbers. Rounds in parallel are not accepted in
+    round order (round-3 before round-2, rebased onto it): such a round raises the level where
+    the higher-numbered round already stands, so the line drops only where it really did."""
+    steps: list[tuple[int, float]] = []
+    for number, value in kept:
+        steps.append((max(number, steps[-1][0]) if steps else number, value))
+    return steps
+
+
+def plot_aggregate(
+    views: list[RoundView], metric: str, labels: list[str], path: Path, line: list[str]
+) -> Path:
+    """LINE: the best line's commits, newest first (its first-parent history)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.8), dpi=110)
     points = [(v, comparable_aggregate(v, labels)) for v in views]
-    kept = [(v.number, y) for v, y in points if y is not None and v.accepted]
+    accepted = [(v.commit or "", (v.number, y)) for v, y in points if y is not None and v.accepted]
+    kept = in_line_order(accepted, line)
     dropped = [(v.number, y) for v, y in points if y is not None and not v.accepted]
     if kept:
         # The best line holds its level until the next accept: a step, not a slope.
+        steps = best_line_steps(kept)
         ax.plot(
-            *zip(*kept, strict=True),
+            *zip(*steps, strict=True),
             "-o",
             drawstyle="steps-post",
             color="tab:blue",
             label="accepted (best line)",
         )
+        for (number, _), (x, value) in zip(kept, steps, strict=True):
+            if x != number:  # taken by the line after a higher-numbered round
+                ax.annotate(
+                    f"round-{number}",
+                    (x, value),
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=8,
+                )
         last = max(v.number for v in views)
-        if last > kept[-1][0]:  # the best line holds its level through later rolled-back rounds
-            ax.plot([kept[-1][0], last], [kept[-1][1]] * 2, "--", color="tab:blue", lw=1)
+        if last > steps[-1][0]:  # the best line holds its level through later rolled-back rounds
+            ax.plot([steps[-1][0], last], [steps[-1][1]] * 2, "--", color="tab:blue", lw=1)
     if dropped:
         ax.plot(*zip(*dropped, strict=True), "x", color="tab:red", ms=9, mew=2, label="rolled back")
     for lost in [v.number for v in views if v.note is None]:
@@ -130,9 +157,10 @@ def write_plots(
     metric: str,
     labels: list[str],
     speedups: list[dict[str, Any]],
+    line: list[str],
 ) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     return [
-        plot_aggregate(views, metric, labels, folder / AGGREGATE_PNG),
+        plot_aggregate(views, metric, labels, folder / AGGREGATE_PNG, line),
         plot_speedup(speedups, folder / SPEEDUP_PNG),
     ]

@@ -399,5 +399,10 @@ def plots_for(data: dict[str, Any], campaign: RecordReader, folder: Path) -> lis
         label for label in campaign.state.representative if label not in campaign.state.inactive
     ]
     return write_plots(
-        folder, data["_views"], campaign.manifest.primary_metric, labels, data["best_vs_baseline"]
+        folder,
+        data["_views"],
+        campaign.manifest.primary_metric,
+        labels,
+        data["best_vs_baseline"],
+        campaign.best_line(),
     )

@@ -169,7 +169,7 @@ def test_plots_mark_unmeasured_rounds_and_keep_labels_off_the_line(
         RoundView(2, ROLLED_BACK, "gate failed", "c2", note(2, ROLLED_BACK, None)),
         RoundView(3, "ACCEPTED", "faster", "c3", note(3, "ACCEPTED", 110.0)),
     ]
-    plot_aggregate(views, "Forward TFLOPS", ["a"], tmp_path / "a.png")
+    plot_aggregate(views, "Forward TFLOPS", ["a"], tmp_path / "a.png", ["c3", "c1"])
     legend = [t.get_text() for t in figures[-1].axes[0].get_legend().get_texts()]
     assert any(text.startswith("not measured (gate failed") for text in legend), legend
 
@@ -182,3 +182,31 @@ def test_plots_mark_unmeasured_rounds_and_keep_labels_off_the_line(
     assert below.get_va() == "top" and below.xy[1] == 0.99 and below.xyann[1] < 0
     assert above.get_va() == "bottom" and above.xyann[1] > 0
     assert ax.get_ylim()[0] < 0.99 < 1.2 < ax.get_ylim()[1]
+
+
+def test_the_plotted_best_line_follows_the_order_it_took_the_rounds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Round-3 (x1.2) was accepted before round-2 (x1.1, rebased onto it): drawn in round order,
+    # the best line fell from 132 at round-2 to 120 at round-3, though it never went down.
+    from matplotlib.figure import Figure
+
+    from kgit.records.notes import RoundNote, ShapeResult
+    from kgit.views.plots import plot_aggregate
+    from kgit.views.record import RoundView
+
+    figures: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: figures.append(fig))
+
+    def view(number: int, status: str, value: float) -> RoundView:
+        shapes = [ShapeResult("a", "PASS", value)]
+        note = RoundNote("c1", number, status, "h", "Forward TFLOPS", shapes=shapes)
+        return RoundView(number, status, "h", f"c{number}", note)
+
+    views = [view(1, "BASELINE", 100.0), view(2, "ACCEPTED", 132.0), view(3, "ACCEPTED", 120.0)]
+    plot_aggregate(views, "Forward TFLOPS", ["a"], tmp_path / "a.png", ["c2", "c3", "c1"])
+    ax = figures[-1].axes[0]
+    best = next(line for line in ax.get_lines() if line.get_label() == "accepted (best line)")
+    assert list(best.get_ydata()) == pytest.approx([100.0, 120.0, 132.0])
+    assert list(best.get_xdata()) == [1, 3, 3]  # round-2 raised the line where round-3 stood
+    assert [t.get_text() for t in ax.texts] == ["round-2"]
