@@ -47,7 +47,7 @@ from kgit.errors import KgitError
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
-from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote
+from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote, in_line_order
 
 Confirm = Callable[[list[str]], bool]
 
@@ -339,10 +339,14 @@ def report_data(
         "suite_seconds": check.suite_seconds,
         "changed": check.changed,
         "allowed_outside_kernel_source": check.outside,
+        # The accepted lineage, in the order the best line took the rounds (round-3 may come
+        # before round-2 with rounds in parallel), as the final branch's commits are.
         "accepted": [
             {"round": n.round, "status": n.status, "hypothesis": n.hypothesis, "commit": c}
-            for c, n in rounds
-            if n.status in ACCEPTING
+            for c, n in in_line_order(
+                [(c, (c, n)) for c, n in rounds if n.status in ACCEPTING],
+                campaign.repo.rev_list(best, first_parent=True),
+            )
         ],
         "did_not_work": _did_not_work(campaign, rounds),
         "lessons": [t.to_dict() for t in lessons],

@@ -111,8 +111,10 @@ def test_the_final_branch_follows_the_order_the_best_line_took_the_rounds(
     play_rounds_out_of_order(repo)
     # The accepts ran in linked work trees and moved the best line under the main one, which
     # has it checked out: its files followed.
-    result = run_kgit("finish")
+    result = run_kgit("finish", "--json")
     assert result.code == 0, result
+    # The report's accepted lineage is the line's order too, not round order.
+    assert [r["round"] for r in result.json()["accepted"]] == [3, 2]  # type: ignore[index]
     final, best = "kgit/c1/final", git(repo, "rev-parse", "kgit/c1/best")
     rounds = git(repo, "log", "--reverse", "--format=%(trailers:key=Kgit-Round,valueonly)", final)
     assert rounds.split() == ["3", "2"]
