@@ -29,8 +29,10 @@ class FinalCommit:
 
 
 def final_commits(
-    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]]
+    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]], line: list[str]
 ) -> list[FinalCommit]:
+    """The final branch's commits, one per accepted round on the best line (LINE: its
+    first-parent history from BEST, newest first), in the order the line took them."""
     repo, base = campaign.repo, campaign.state.base
     on_line = [
         (commit, (commit, note))
@@ -38,7 +40,7 @@ def final_commits(
         if note.status in ACCEPTING and commit != base and repo.is_ancestor(commit, best)
     ]
     # In the order the best line took them: with rounds in parallel, round-3 may come first.
-    accepted = in_line_order(on_line, repo.rev_list(best, first_parent=True))
+    accepted = in_line_order(on_line, line)
     messages = repo.commit_messages([c for c, _ in accepted])
     authors = repo.commit_authors([c for c, _ in accepted])
     result, previous = [], base

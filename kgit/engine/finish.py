@@ -126,8 +126,9 @@ def check_finish(
             + "\n  ".join(check.reasons),
             hint="fix it in a new round (kgit round start), then kgit finish again",
         )
-    commits = final_commits(campaign, best, rounds)
-    data = report_data(campaign, rounds, check, best, commits)
+    line = repo.rev_list(best, first_parent=True)
+    commits = final_commits(campaign, best, rounds, line)
+    data = report_data(campaign, rounds, check, best, commits, line)
     finished = campaign.reload()  # the report describes the campaign as it will be recorded
     finished.state.finished = True
     return Finishing(campaign, finished, best, commits, check.runs, data)
@@ -314,6 +315,7 @@ def report_data(
     check: Acceptance,
     best: str,
     commits: list[FinalCommit],
+    line: list[str],
 ) -> dict[str, Any]:
     from kgit.engine.tips import tips_for
 
@@ -345,7 +347,7 @@ def report_data(
             {"round": n.round, "status": n.status, "hypothesis": n.hypothesis, "commit": c}
             for c, n in in_line_order(
                 [(c, (c, n)) for c, n in rounds if n.status in ACCEPTING],
-                campaign.repo.rev_list(best, first_parent=True),
+                line,
             )
         ],
         "did_not_work": _did_not_work(campaign, rounds),
