@@ -23,8 +23,14 @@ verdict estimated is printed, so the size actually planted can be read off the t
 the delays), for the wall-time comparison. Both policies' times include process start: on a host
 that keeps no bytecode cache (PYTHONDONTWRITEBYTECODE=1 over an install without .pyc files, as on
 the H200 hosts here) every process compiles torch's Python anew, ~5 s; unset it and point
-PYTHONPYCACHEPREFIX at a writable folder to time what an ordinary install costs. The table is printed last; the rows also
-go to $OUT/verdict_check.json when OUT is set.
+PYTHONPYCACHEPREFIX at a writable folder to time what an ordinary install costs. The table is printed
+last; the rows also go to $OUT/verdict_check_KERNEL.json when OUT is set, and after each
+validation to $OUT/partial_KERNEL.json, which survives the call's time limit.
+
+    python3 bench/verdict_check.py --pool CALL1/partial_gemm.json CALL2/partial_gemm.json ...
+
+pools what several calls measured (those JSON files, partial or whole) into one table per kernel,
+each call's time per validation set against the seed policy's in that same call.
 """
 
 from __future__ import annotations
@@ -264,6 +270,59 @@ def summarize(kind: str, results: list[dict[str, Any]], slowed: str) -> dict[str
     return row
 
 
+def print_table(rows: list[dict[str, Any]], seed_s: float | None) -> None:
+    print(
+        "| condition | validations | errors | claims/found | accepted | est. change % | "
+        "detectable % (median) | pairs | s per validation | vs seed |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        hits = r.get("false_claims", r.get("found"))
+        ratio = f"{r['mean_s'] / seed_s:.2f}x" if seed_s and r["mean_s"] else "-"
+        change = r.get("slowed_change_pct", r["agg_change_pct"])
+        print(
+            f"| {r['condition']} | {r['validations']} | {r['errors']} | {hits} | {r['accepted']} | "
+            f"{_f(change, '+.2f')} | {_f(r['detectable_pct_median'], '.2f')} | "
+            f"{_f(r['pairs_mean'], '.1f')} | {_f(r['mean_s'], '.1f')} | {ratio} |"
+        )
+
+
+def pool(paths: list[Path]) -> int:
+    """One table per kernel over what several calls measured; the seed policy's time is each
+    call's own, so the wall-time ratio is given per call and never across calls."""
+    calls_by_kernel: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for path in paths:
+        data = json.loads(path.read_text())
+        calls_by_kernel.setdefault(data["kernel"], []).append((path, data))
+    for kernel_name, found in calls_by_kernel.items():
+        slowed = {data["slowed"] for _, data in found}
+        if len(slowed) != 1:
+            sys.exit(f"{kernel_name}: the calls slowed different shapes ({sorted(slowed)})")
+        print(f"\n{kernel_name}: {len(found)} calls pooled; slowed shape {slowed.pop()}")
+        print("| call | A/A | slow | fast | seed s per validation | s per validation | vs seed |")
+        print("|---|---|---|---|---|---|---|")
+        pooled: dict[str, list[dict[str, Any]]] = {"aa": [], "slow": [], "fast": []}
+        for path, data in found:
+            seed = data.get("seed") or data.get("seed_results") or []
+            results = data["results"]
+            every = [r for kind in pooled for r in results[kind]]
+            for kind in pooled:
+                pooled[kind] += results[kind]
+            seed_s = statistics.fmean(r["seconds"] for r in seed) if seed else None
+            mean_s = statistics.fmean(r["seconds"] for r in every) if every else None
+            ratio = f"{mean_s / seed_s:.2f}x" if seed_s and mean_s else "-"
+            each = ", ".join(f"{r['seconds']:.1f}" for r in seed)
+            print(
+                f"| {path} | {len(results['aa'])} | {len(results['slow'])} | "
+                f"{len(results['fast'])} | {_f(seed_s, '.1f')} ({each}) | {_f(mean_s, '.1f')} | "
+                f"{ratio} |"
+            )
+        print()
+        rows = [summarize(kind, pooled[kind], found[0][1]["slowed"]) for kind in pooled]
+        print_table(rows, None)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernel", choices=sorted(KERNELS), default="gemm")
@@ -274,7 +333,12 @@ def main() -> int:
     parser.add_argument("--pct", type=float, default=3.0)
     parser.add_argument("--shapes", help="comma-separated labels to keep (default: all)")
     parser.add_argument("--dir", type=Path)
+    parser.add_argument(
+        "--pool", nargs="+", type=Path, metavar="JSON", help="pool earlier calls' files; no run"
+    )
     args = parser.parse_args()
+    if args.pool:
+        return pool(args.pool)
 
     kernel = KERNELS[args.kernel]
     if sys.flags.dont_write_bytecode:
@@ -397,20 +461,7 @@ def main() -> int:
         f"\n{args.kernel}: planted {args.pct}% (slowed shape {slowed}); seed policy "
         f"{seed_s if seed_s is None else round(seed_s, 1)} s per validation"
     )
-    print(
-        "| condition | validations | errors | claims/found | accepted | est. change % | "
-        "detectable % (median) | pairs | s per validation | vs seed |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        hits = r.get("false_claims", r.get("found"))
-        ratio = f"{r['mean_s'] / seed_s:.2f}x" if seed_s and r["mean_s"] else "-"
-        change = r.get("slowed_change_pct", r["agg_change_pct"])
-        print(
-            f"| {r['condition']} | {r['validations']} | {r['errors']} | {hits} | {r['accepted']} | "
-            f"{_f(change, '+.2f')} | {_f(r['detectable_pct_median'], '.2f')} | "
-            f"{_f(r['pairs_mean'], '.1f')} | {_f(r['mean_s'], '.1f')} | {ratio} |"
-        )
+    print_table(rows, seed_s)
     return 0
 
 
