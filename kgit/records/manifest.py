@@ -93,7 +93,7 @@ class Manifest:
     max_iterations: int = 50
     timeout_s: float = 1800.0
     protected_paths: list[str] = field(default_factory=list)
-    decision_policy: str = "seed"
+    decision_policy: str = "interleaved"
     thresholds: Thresholds = field(default_factory=Thresholds)
     interleaved: Interleaved = field(default_factory=Interleaved)
     peaks: Peaks = field(default_factory=Peaks)
@@ -217,4 +217,7 @@ def manifest_from_stored(text: str) -> Manifest:
             f"up to {MANIFEST_VERSION}",
             hint="upgrade kgit (pip install -U kgit)",
         )
+    # Stored without a policy, it was stored when `seed` was the default: a campaign keeps the
+    # rule its rounds were judged by (and the baseline it calibrated, or not).
+    data.setdefault("decision_policy", "seed")
     return _build(data)

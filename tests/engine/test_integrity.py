@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit, git, record_note, run_kgit
+from tests.conftest import commit, git, record_note, run_kgit, without_policy
 
 # Three shapes: the fake harness runs shape sN at speed x (1 + log2(N/64)/10) TFLOPS: s64 at
 # 1.0x, s128 at 1.1x, s256 at 1.2x the kernel's `speed`.
@@ -268,7 +268,7 @@ def test_the_floor_holds_for_interleaved_workers(kernel_repo: Path) -> None:
     (repo / "kernel.txt").write_text(KERNEL.format(speed=100, extra=""))
     git(repo, "commit", "-qam", "worker kernel")
     manifest = repo / "manifest.yaml"
-    manifest.write_text(manifest.read_text() + POLICY + PEAKS)
+    manifest.write_text(without_policy(manifest) + POLICY + PEAKS)
     assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
     assert run_kgit("-q", "baseline").code == 0
     assert run_kgit("round", "start", "skip the K loop").code == 0

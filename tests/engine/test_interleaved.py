@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit, git, run_kgit
+from tests.conftest import commit, git, run_kgit, without_policy
 
 POLICY = """\
 decision_policy: interleaved
@@ -20,7 +20,7 @@ def ab_campaign(kernel_repo: Path) -> Path:
     (kernel_repo / "kernel.txt").write_text("speed: 100\nnoise: 0.01\ntorch: 2.11\n")
     git(kernel_repo, "commit", "-qam", "noisy kernel")
     manifest = kernel_repo / "manifest.yaml"
-    manifest.write_text(manifest.read_text() + POLICY)
+    manifest.write_text(without_policy(manifest) + POLICY)
     assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
     result = run_kgit("-q", "baseline", "--json")
     assert result.code == 0, result

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kgit.engine.orphans import OWNER_ENV, kill_left_behind, left_behind, tether
-from tests.conftest import commit, git, run_kgit
+from tests.conftest import commit, git, run_kgit, without_policy
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
 
@@ -44,7 +44,7 @@ def _campaign(repo: Path, policy: str = "", kernel: str = "speed: 100\n") -> Non
     (repo / "check.py").write_text(GATE)
     (repo / "kernel.txt").write_text(kernel)
     git(repo, "commit", "-qam", "a gate that can take long")
-    (repo / "manifest.yaml").write_text((repo / "manifest.yaml").read_text() + policy)
+    (repo / "manifest.yaml").write_text(without_policy(repo / "manifest.yaml") + policy)
     assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
     done = run_kgit("baseline")
     assert done.code == 0, done

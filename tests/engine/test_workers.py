@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit, git, run_kgit
+from tests.conftest import commit, git, run_kgit, without_policy
 
 POLICY = """\
 decision_policy: interleaved
@@ -43,7 +43,7 @@ def _campaign(repo: Path, kernel: str, policy: str = POLICY) -> Path:
     (repo / "kernel.txt").write_text(kernel)
     git(repo, "commit", "-qam", "kernel")
     manifest = repo / "manifest.yaml"
-    manifest.write_text(manifest.read_text() + policy)
+    manifest.write_text(without_policy(manifest) + policy)
     assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
     result = run_kgit("-q", "baseline", "--json")
     assert result.code == 0, result

@@ -3,13 +3,14 @@ key to fix, and `kgit init` writes nothing."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
 from kgit.errors import UsageError
-from kgit.records.manifest import parse_manifest
+from kgit.records.manifest import manifest_from_stored, parse_manifest
 from kgit.records.yamltext import load_yaml_text
 from tests.conftest import git, run_kgit
 
@@ -35,7 +36,7 @@ def test_an_alias_bomb_is_refused_at_once(kernel_repo: Path) -> None:
     assert len(ALIAS_BOMB) < 700
     # Named by a field, the expansion is what jsonschema and json.dumps would walk: 9^9 items.
     text = (kernel_repo / "manifest.yaml").read_text() + ALIAS_BOMB + "representative_shapes: *i\n"
-    assert "manifest.yaml line 17: YAML aliases (*a) are not allowed" in init_refused(
+    assert "manifest.yaml line 18: YAML aliases (*a) are not allowed" in init_refused(
         kernel_repo, text
     )
 
@@ -88,13 +89,13 @@ def test_a_path_flag_is_checked_like_the_manifest(kernel_repo: Path) -> None:
 def test_a_duplicate_key_names_the_key_and_both_lines(kernel_repo: Path) -> None:
     text = (kernel_repo / "manifest.yaml").read_text() + "target_op: gemm_fp8\n"
     err = init_refused(kernel_repo, text)
-    assert "line 16: duplicate key 'target_op' (first at line 1)" in err
+    assert "line 17: duplicate key 'target_op' (first at line 1)" in err
 
 
 def test_a_duplicate_key_inside_a_shape_is_found(kernel_repo: Path) -> None:
     text = (kernel_repo / "manifest.yaml").read_text()
     text = text.replace("{label: s128, M: 128,", "{label: s128, M: 128, M: 256,")
-    assert "line 11: duplicate key 'M' (first at line 11)" in init_refused(kernel_repo, text)
+    assert "line 12: duplicate key 'M' (first at line 12)" in init_refused(kernel_repo, text)
 
 
 def test_a_tflops_shape_without_k_is_refused_by_its_label(kernel_repo: Path) -> None:
@@ -177,3 +178,19 @@ def test_the_dtype_names_are_those_the_harness_reads() -> None:
     from kgit.records.manifest_schema import DTYPE_NAMES
 
     assert set(DTYPE_NAMES) == set(_DTYPES)
+
+
+def test_the_default_policy_is_interleaved_and_a_named_seed_is_kept() -> None:
+    """The interleaved policy met the issue's figures on an H200 (README "Verdicts on the
+    H200"): a manifest that says nothing gets it; one that names `seed` keeps the seed's rule;
+    the template documents the same default."""
+    from kgit.resources import data_dir
+
+    assert parse_manifest(VALID)[0].decision_policy == "interleaved"
+    assert parse_manifest(VALID + "decision_policy: seed\n")[0].decision_policy == "seed"
+    template = load_yaml_text((data_dir("templates") / "manifest.yaml").read_text(), "template")
+    assert template["decision_policy"] == "interleaved"
+    # A campaign stored before the default changed keeps the rule its rounds were judged by.
+    stored = parse_manifest(VALID)[0].to_dict()
+    del stored["decision_policy"]
+    assert manifest_from_stored(json.dumps(stored)).decision_policy == "seed"

@@ -66,3 +66,22 @@ def test_import_refuses_an_existing_campaign(reviewed: Path, tmp_path: Path) -> 
     refused = run_kgit("import", str(folder), "--name", "c1")
     assert refused.code == 2 and "already exists" in refused.err
     assert run_kgit("export", str(folder)).code == 2  # not empty
+
+
+def test_a_seed_folder_without_kgit_settings_keeps_the_seeds_verdict_rule(
+    reviewed: Path, tmp_path: Path
+) -> None:
+    """A campaign written by the seed's own tools was judged by the seed's rule and has no A/A
+    calibration: importing it must not switch it to the default (interleaved) policy."""
+    import yaml
+
+    folder = tmp_path / "out"
+    assert run_kgit("export", str(folder)).code == 0
+    manifest = yaml.safe_load((folder / "manifest.yaml").read_text())
+    assert manifest["kgit"]["decision_policy"] == "seed"
+    del manifest["kgit"]
+    (folder / "manifest.yaml").write_text(yaml.safe_dump(manifest))
+    imported = run_kgit("import", str(folder), "--name", "c2")
+    assert imported.code == 0, imported
+    stored = git(reviewed, "show", "refs/kgit/c2/campaign:manifest.yaml")
+    assert '"decision_policy": "seed"' in stored
