@@ -67,6 +67,13 @@ def _calibrated(
         frozen = tuple(first.table.header)
         shapes = manifest.shapes_for(labels)
         workers = b.mode == "worker"
+        if not workers:  # the default policy on a plain harness: say what it costs, and the ways
+            say(
+                "the harness is not a measuring worker: each A/B pair of the interleaved policy "
+                "is two whole passes, so a validation takes several passes; a harness built on "
+                "kgit.measure answers in short blocks (README \"The harness contract\"), and "
+                "`decision_policy: seed` judges one pass by the seed's rule"
+            )
         block_ms = settings.block_ms if workers else None
         processes = settings.calibration_processes if workers else 1
         wanted = settings.calibration_quads if workers else settings.calibration_pairs
