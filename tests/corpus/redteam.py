@@ -277,17 +277,20 @@ def sh(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
     )
 
 
-def build_template(root: Path) -> Path:
+def build_template(root: Path, policy: str | None = "seed") -> Path:
     """The repository every attempt starts from: both campaigns baselined, no work tree of
-    kgit's left registered (a copy would share it)."""
+    kgit's left registered (a copy would share it). The corpus's stops are those of the
+    `seed` policy, which the red team attacked; POLICY None leaves the manifests to kgit's
+    default."""
     (root / "gitconfig").write_text(GITCONFIG)
     repo = root / "template"
     repo.mkdir()
     for name, text in f.REPO_FILES.items():
         (repo / name).write_text(text)
     python = shlex.quote(sys.executable)
-    (repo / "gemm.yaml").write_text(f.MANIFEST.format(python=python))
-    (repo / "moe.yaml").write_text(f.GROUPED_MANIFEST.format(python=python))
+    chosen = f"decision_policy: {policy}\n" if policy else ""
+    (repo / "gemm.yaml").write_text(f.MANIFEST.format(python=python) + chosen)
+    (repo / "moe.yaml").write_text(f.GROUPED_MANIFEST.format(python=python) + chosen)
     script = """set -e
 git init -q && git add . && git commit -qm "kernels, gates and harnesses"
 kgit -q init gemm -m gemm.yaml --no-input && kgit -q -c gemm baseline

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from tests.corpus.redteam import ATTEMPTS, Attempt, build_template, run_attempt
 
 
@@ -47,3 +48,37 @@ def test_a_cheat_never_reaches_the_best_line(
     assert step.code == attempt.stop.code, transcript
     assert attempt.stop.says in step.output, transcript
     assert outcome.step("kgit round accept").code == 1, transcript
+
+
+@pytest.fixture(scope="session")
+def default_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    repo = build_template(tmp_path_factory.mktemp("redteam-default"), policy=None)
+    for campaign in ("gemm", "moe"):
+        stored = git(repo, "show", f"refs/kgit/{campaign}/campaign:manifest.yaml")
+        assert '"decision_policy": "interleaved"' in stored
+    yield repo
+
+
+# Under the default policy (interleaved: both sides as measuring workers, judged in blocks), the
+# cheats that act on measuring, and the control that shows the same script can still accept.
+UNDER_DEFAULT = {
+    "control-honest", "lazy-output", "stopped-clock", "slow-clock", "atexit-double",
+    "hidden-atexit-double", "hidden-slow-clock", "sitecustomize", "sitecustomize-committed",
+    "amend-after-validate", "forged-note",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "attempt", [pytest.param(a, id=a.id) for a in ATTEMPTS if a.id in UNDER_DEFAULT]
+)
+def test_a_cheat_never_reaches_the_best_line_under_the_default_policy(
+    attempt: Attempt, default_template: Path, tmp_path: Path
+) -> None:
+    outcome = run_attempt(attempt, default_template, tmp_path)
+    transcript = outcome.transcript()
+    accept = outcome.step("kgit round accept")
+    assert "Traceback" not in accept.output, transcript
+    if attempt.stop is None:
+        assert outcome.best_moved and accept.code == 0, transcript
+    else:
+        assert not outcome.best_moved and accept.code == 1, transcript
