@@ -71,7 +71,7 @@ def _calibrated(
             say(
                 "the harness is not a measuring worker: each A/B pair of the interleaved policy "
                 "is two whole passes, so a validation takes several passes; a harness built on "
-                "kgit.measure answers in short blocks (README \"The harness contract\"), and "
+                'kgit.measure answers in short blocks (README "The harness contract"), and '
                 "`decision_policy: seed` judges one pass by the seed's rule"
             )
         block_ms = settings.block_ms if workers else None
