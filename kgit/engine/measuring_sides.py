@@ -74,17 +74,28 @@ class _Process:
         held = 0  # bytes in the tail, kept as a count: summing per line is quadratic
         # Lines are read at most TAIL_BYTES at a time: a harness printing one endless line
         # cannot exhaust kgit's memory.
+        # A marker comes after a newline of its own (the harness's output may end mid-line):
+        # a blank line is echoed only once the next line shows it was not that newline, or a
+        # worker's every block reply would print an empty line.
+        blank: bytes | None = None
         for line in iter(lambda: stream.readline(TAIL_BYTES), b""):
             marker = parse_marker(line.decode(errors="replace").rstrip("\r\n"))
             if marker is not None:
                 self.markers.put(marker)
+                blank = None
                 continue
             self.tail.append(line)
             held += len(line)
             while held > TAIL_BYTES and len(self.tail) > 1:
                 held -= len(self.tail.popleft())
             if echo:
-                progress.echo(line)
+                if blank is not None:
+                    progress.echo(blank)
+                    blank = None
+                if line.strip():
+                    progress.echo(line)
+                else:
+                    blank = line
         self.markers.put(("eof", {}))
 
     def text(self) -> str:

@@ -424,3 +424,16 @@ def test_a_malformed_ready_line_is_a_harness_error(worker_campaign: Path, line: 
     assert result.code == 1 and "Traceback" not in result.err, result
     assert "said it was ready with" in result.err
     assert processes_under(repo, "harness.py") == []
+
+
+def test_the_block_replies_print_no_blank_lines(worker_campaign: Path) -> None:
+    """Each reply marker follows a newline of its own; echoed, that newline was an empty line
+    per block (12 blank lines between two quads' progress lines in a CPU session)."""
+    repo = worker_campaign
+    _round(repo, 103)
+    result = run_kgit("round", "validate")
+    assert result.code == 0, result
+    quads = result.err.count("kgit: pair ")
+    assert quads >= 4, result.err
+    blank = sum(1 for line in result.err.splitlines() if not line.strip())
+    assert blank < 4, result.err
