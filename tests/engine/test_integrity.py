@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import commit, git, record_note, run_kgit, without_policy
 
-# Three shapes: the fake harness runs shape sN at speed x (1 + log2(N/64)/10) TFLOPS: s64 at
+# The seed's rule, whose run count the scripted speeds (one per run) are written for; the
+# interleaved policy's floor is tested with workers below. Three shapes: the fake harness runs shape sN at speed x (1 + log2(N/64)/10) TFLOPS: s64 at
 # 1.0x, s128 at 1.1x, s256 at 1.2x the kernel's `speed`.
 MANIFEST = """\
 target_op: gemm
@@ -22,6 +23,7 @@ kernel_source: [kernel.txt, ops.py]
 test_command: {python} check.py
 quick_command: {python} harness.py
 timeout_s: 30
+decision_policy: seed
 target_shapes:
   - {{label: s64, M: 64, N: 64, K: 64, dtype: bf16}}
   - {{label: s128, M: 128, N: 128, K: 128, dtype: bf16}}
