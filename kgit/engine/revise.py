@@ -21,6 +21,7 @@ from kgit.records.manifest import (
     REVISABLE_AFTER_BASELINE,
     Manifest,
     differing_fields,
+    load_manifest_fields,
     parse_manifest,
 )
 from kgit.records.names import MANIFEST_FILE
@@ -50,8 +51,12 @@ def editable_text(campaign: Campaign) -> str:
 
 def edit_manifest(campaign: Campaign, text: str, source: str) -> dict[str, Any]:
     """Record TEXT (a whole manifest) as CAMPAIGN's next manifest revision."""
-    new, warnings = parse_manifest(text, source)
     old = campaign.manifest
+    # A whole manifest that names no policy keeps the campaign's: the default changed once
+    # (seed -> interleaved), and a file written for a seed campaign must not switch it.
+    named = "decision_policy" in load_manifest_fields(text, source)
+    inherit = {} if named else {"decision_policy": old.decision_policy}
+    new, warnings = parse_manifest(text, source, inherit)
     changed = differing_fields(old, new)
     result: dict[str, Any] = {
         "campaign": campaign.name,

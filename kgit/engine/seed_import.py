@@ -115,7 +115,8 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
             data[key] = kgit[key]
     # A seed campaign's rounds were judged by the seed's rule, and its baseline has no A/A
     # calibration for the interleaved one: it goes on as it was judged unless kgit's section says.
-    data.setdefault("decision_policy", "seed")
+    if data.get("decision_policy") is None:
+        data["decision_policy"] = "seed"
     data = {k: v for k, v in data.items() if v is not None}
     manifest, _ = parse_manifest("", str(path), data)
     return manifest, extra

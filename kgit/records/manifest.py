@@ -219,5 +219,6 @@ def manifest_from_stored(text: str) -> Manifest:
         )
     # Stored without a policy, it was stored when `seed` was the default: a campaign keeps the
     # rule its rounds were judged by (and the baseline it calibrated, or not).
-    data.setdefault("decision_policy", "seed")
+    if data.get("decision_policy") is None:
+        data["decision_policy"] = "seed"
     return _build(data)

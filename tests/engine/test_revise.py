@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.conftest import MANIFEST, git, run_kgit
+from tests.conftest import MANIFEST, SEED_POLICY, git, run_kgit
 from tests.engine.remotes import accepted, rolled_back, validated
 from tests.engine.test_trust import trusted_value
 
@@ -178,3 +178,14 @@ def test_a_pull_refuses_a_manifest_that_changes_what_the_baseline_fixed(campaign
     pulled = kgit_in(clone, "pull")
     assert pulled.code == 0, pulled
     assert kgit_in(clone, "status", "--json").json()["max_iterations"] == 9  # type: ignore[index]
+
+
+def test_a_whole_manifest_without_a_policy_keeps_the_campaigns(campaign: Path) -> None:
+    """A file written for a seed campaign names no policy where seed was the default: it must
+    not switch the campaign to today's default (refused after the baseline, silent before)."""
+    repo = campaign
+    text = MANIFEST.format(python=sys.executable).replace(SEED_POLICY, "") + "max_iterations: 9\n"
+    revised = run_kgit("manifest", "edit", "-m", _write(repo, text), "--json")
+    assert revised.code == 0, revised
+    assert list(revised.json()["changed"]) == ["max_iterations"]  # type: ignore[index]
+    assert _stored_manifest(repo)["decision_policy"] == "seed"

@@ -194,3 +194,5 @@ def test_the_default_policy_is_interleaved_and_a_named_seed_is_kept() -> None:
     stored = parse_manifest(VALID)[0].to_dict()
     del stored["decision_policy"]
     assert manifest_from_stored(json.dumps(stored)).decision_policy == "seed"
+    stored["decision_policy"] = None
+    assert manifest_from_stored(json.dumps(stored)).decision_policy == "seed"
