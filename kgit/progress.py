@@ -111,6 +111,11 @@ def say(message: str) -> None:
         print(f"kgit: {message}", file=sys.stderr, flush=True)
 
 
+def warn(message: str) -> None:
+    """A warning that -q does not silence: a result the user must see, not progress."""
+    print(f"kgit: WARNING: {message}", file=sys.stderr, flush=True)
+
+
 def echo(data: bytes) -> None:
     """Output kgit passes through (a harness's, a test command's)."""
     if _live is not None:

@@ -17,7 +17,6 @@ which the next audit's checkout resets.
 from __future__ import annotations
 
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -39,6 +38,7 @@ from kgit.judge.mutants import (
 )
 from kgit.judge.scope import command_paths, in_kernel_source
 from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
+from kgit.progress import warn
 from kgit.records.gate_audit import (
     CAUGHT,
     NOT_BUILT,
@@ -346,8 +346,3 @@ def record_audit(campaign: Campaign, audit: GateAudit) -> None:
         current.state.gate_audit = audit.to_dict()
         caught = f"{audit.caught} of {audit.tried} mutants caught"
         current.save(f"gate audit of {audit.commit[:10]}: {audit.error or caught}")
-
-
-def warn(message: str) -> None:
-    """A warning that -q does not silence: it is the audit's result, not its progress."""
-    print(f"kgit: WARNING: {message}", file=sys.stderr, flush=True)

@@ -96,6 +96,8 @@ class _Process:
                     progress.echo(line)
                 else:
                     blank = line
+        if blank is not None:  # the output's last line, no marker after it
+            progress.echo(blank)
         self.markers.put(("eof", {}))
 
     def text(self) -> str:

@@ -17,6 +17,7 @@ from kgit.engine.passes import HarnessError, Measurement, Say, measure
 from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs, side_means
 from kgit.engine.worktree import measuring_tree
 from kgit.judge.stats import Pair, calibrate_floors, group_biases
+from kgit.progress import warn
 from kgit.records.evidence import Evidence
 
 
@@ -67,8 +68,8 @@ def _calibrated(
         frozen = tuple(first.table.header)
         shapes = manifest.shapes_for(labels)
         workers = b.mode == "worker"
-        if not workers:  # the default policy on a plain harness: say what it costs, and the ways
-            say(
+        if not workers:  # interleaved on a plain harness: what it costs, and the ways out
+            warn(
                 "the harness is not a measuring worker: each A/B pair of the interleaved policy "
                 "is two whole passes, so a validation takes several passes; a harness built on "
                 'kgit.measure answers in short blocks (README "The harness contract"), and '
