@@ -39,9 +39,11 @@ def render_verdict(r: dict[str, Any]) -> str:
         # Interleaved: the change is the pairs' estimate, not this figure against the best's
         # (on a loaded CPU the candidate's first pass read 18% under the best while the pairs,
         # timed in turns, read it 24% faster).
+        runs = r.get("runs") or 1
+        passes = "first pass" if runs == 1 else f"first passes (mean of {runs})"
         lines.append(
             f"{r['delta_vs_best_pct']:+.3f}% vs best over {r['pairs']} pairs; aggregate "
-            f"{r['aggregate']:.4g} in the candidate's first pass"
+            f"{r['aggregate']:.4g} in the candidate's {passes}"
         )
     elif r["delta_vs_best_pct"] is not None:
         lines.append(f"aggregate {r['aggregate']:.4g} ({r['delta_vs_best_pct']:+.3f}% vs best)")

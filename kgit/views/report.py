@@ -169,8 +169,7 @@ def _target_blocks(data: dict[str, Any]) -> list[Block]:
                 + (f" ({t['lang']})" if t["lang"] else "")
                 + f", GPU: {t['gpu'] or 'not recorded'}, {t['execution_mode']}",
                 f"Primary metric: **{t['metric']}** (geomean over PASS shapes)",
-                f"Decision policy: `{t['policy']}` (core shape down ≥{th['core_regression_pct']}% "
-                f"rolls back; improvements under {th['noise_band_pct']}% re-measured)",
+                f"Decision policy: `{t['policy']}` ({_policy_words(t['policy'], th)})",
                 f"Target shapes ({len(t['shapes'])}): {shapes}",
                 "Representative (quick) shapes: " + (", ".join(t["representative_shapes"]) or "-"),
                 "Kernel source: " + (", ".join(f"`{p}`" for p in t["kernel_source"]) or "-"),
@@ -406,3 +405,13 @@ def plots_for(data: dict[str, Any], campaign: RecordReader, folder: Path) -> lis
         data["best_vs_baseline"],
         campaign.best_line(),
     )
+
+
+def _policy_words(policy: str, th: dict[str, Any]) -> str:
+    core = th["core_regression_pct"]
+    if policy == "interleaved":
+        return (
+            "A/B pairs against the best line, each shape judged past its calibrated noise "
+            f"floor; a core shape that may be down ≥{core}% rolls back"
+        )
+    return f"core shape down ≥{core}% rolls back; improvements under {th['noise_band_pct']}% re-measured"

@@ -44,7 +44,8 @@ def _campaign(repo: Path, policy: str = "", kernel: str = "speed: 100\n") -> Non
     (repo / "check.py").write_text(GATE)
     (repo / "kernel.txt").write_text(kernel)
     git(repo, "commit", "-qam", "a gate that can take long")
-    (repo / "manifest.yaml").write_text(without_policy(repo / "manifest.yaml") + policy)
+    if policy:
+        (repo / "manifest.yaml").write_text(without_policy(repo / "manifest.yaml") + policy)
     assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
     done = run_kgit("baseline")
     assert done.code == 0, done

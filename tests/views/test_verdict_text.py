@@ -25,3 +25,12 @@ def test_a_paired_change_is_not_printed_as_the_first_pass_against_the_best() -> 
     )
     assert "(+24.116% vs best)" not in paired
     assert "aggregate 9.002e-05 (+24.116% vs best)" in render_verdict(_result())
+
+
+def test_the_report_names_the_policy_in_its_own_words() -> None:
+    from kgit.views.report import _policy_words
+
+    th = {"core_regression_pct": 5.0, "noise_band_pct": 2.0}
+    assert "re-measured" in _policy_words("seed", th)
+    interleaved = _policy_words("interleaved", th)
+    assert "A/B pairs" in interleaved and "re-measured" not in interleaved
