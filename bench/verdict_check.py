@@ -295,6 +295,15 @@ def pool(paths: list[Path]) -> int:
         data = json.loads(path.read_text())
         calls_by_kernel.setdefault(data["kernel"], []).append((path, data))
     for kernel_name, found in calls_by_kernel.items():
+        # A call's partial file is a prefix of its whole file: given both, it would count twice.
+        firsts = [
+            json.dumps(data["results"][kind][0], sort_keys=True)
+            for _, data in found
+            for kind in ("aa", "slow", "fast")
+            if data["results"][kind]
+        ]
+        if len(firsts) != len(set(firsts)):
+            sys.exit(f"{kernel_name}: two files hold the same call's validations; give one")
         slowed = {data["slowed"] for _, data in found}
         if len(slowed) != 1:
             sys.exit(f"{kernel_name}: the calls slowed different shapes ({sorted(slowed)})")
