@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kgit.errors import KgitError
+from kgit.errors import GitError, KgitError
 from kgit.gitdoor.runner import ZERO_SHA, GitCore
+
+WORKTREE_LIST_TRIES = 6  # about 0.75 s of waiting in all
 
 
 class Refs(GitCore):
@@ -82,7 +85,7 @@ class Refs(GitCore):
         """(work tree, branch as a full ref) for each work tree of the repository that has a
         branch checked out (`git worktree list`: one record of `key value` fields per tree, a
         blank field between records)."""
-        out = self.git("worktree", "list", "--porcelain", "-z")
+        out = self._worktree_list()
         found, tree = [], None
         for field in out.decode(errors="replace").split("\0"):
             if field.startswith("worktree "):
@@ -90,3 +93,21 @@ class Refs(GitCore):
             elif field.startswith("branch ") and tree is not None:
                 found.append((tree, field.removeprefix("branch ")))
         return found
+
+    def _worktree_list(self) -> bytes:
+        """`git worktree list`, read again while another process is creating a work tree: git
+        writes a new tree's admin folder in steps, and a list taken between them fails ("failed
+        to read .git/worktrees/NAME/commondir"; once in 15 runs of four workers on 2 cores)."""
+        args = ("worktree", "list", "--porcelain", "-z")
+        for attempt in range(WORKTREE_LIST_TRIES):
+            proc = self._run(args, None, None)
+            if proc.returncode == 0:
+                return proc.stdout
+            half_made = b"failed to read" in proc.stderr and b"worktrees" in proc.stderr
+            if not half_made or attempt == WORKTREE_LIST_TRIES - 1:
+                break
+            time.sleep(0.05 * (attempt + 1))
+        raise GitError(
+            f"git worktree failed: {proc.stderr.decode(errors='replace').strip()}",
+            hint="command: git worktree list --porcelain -z",
+        )
