@@ -54,9 +54,9 @@ def edit_manifest(campaign: Campaign, text: str, source: str) -> dict[str, Any]:
     old = campaign.manifest
     # A whole manifest that names no policy keeps the campaign's: the default changed once
     # (seed -> interleaved), and a file written for a seed campaign must not switch it.
-    named = "decision_policy" in load_manifest_fields(text, source)
-    inherit = {} if named else {"decision_policy": old.decision_policy}
-    new, warnings = parse_manifest(text, source, inherit)
+    fields = load_manifest_fields(text, source)
+    fields.setdefault("decision_policy", old.decision_policy)
+    new, warnings = parse_manifest("", source, fields)
     changed = differing_fields(old, new)
     result: dict[str, Any] = {
         "campaign": campaign.name,

@@ -27,7 +27,7 @@ from kgit.engine.setup import configure_git, install_hooks
 from kgit.engine.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
-from kgit.records.manifest import Manifest, harness_paths, parse_manifest
+from kgit.records.manifest import Manifest, harness_paths, judged_as_before, parse_manifest
 from kgit.records.message import RECORD_KEYS
 from kgit.records.names import HARNESS_DIR, CampaignRefs, validate_campaign_name
 from kgit.records.notes import ACCEPTING, BASELINE, RoundNote, type_problems
@@ -113,11 +113,7 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
     for key in ("decision_policy", "thresholds", "peaks"):
         if kgit.get(key):
             data[key] = kgit[key]
-    # A seed campaign's rounds were judged by the seed's rule, and its baseline has no A/A
-    # calibration for the interleaved one: it goes on as it was judged unless kgit's section says.
-    if data.get("decision_policy") is None:
-        data["decision_policy"] = "seed"
-    data = {k: v for k, v in data.items() if v is not None}
+    data = {k: v for k, v in judged_as_before(data).items() if v is not None}
     manifest, _ = parse_manifest("", str(path), data)
     return manifest, extra
 

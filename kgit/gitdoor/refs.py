@@ -98,16 +98,12 @@ class Refs(GitCore):
         """`git worktree list`, read again while another process is creating a work tree: git
         writes a new tree's admin folder in steps, and a list taken between them fails ("failed
         to read .git/worktrees/NAME/commondir"; once in 15 runs of four workers on 2 cores)."""
-        args = ("worktree", "list", "--porcelain", "-z")
         for attempt in range(WORKTREE_LIST_TRIES):
-            proc = self._run(args, None, None)
-            if proc.returncode == 0:
-                return proc.stdout
-            half_made = b"failed to read" in proc.stderr and b"worktrees" in proc.stderr
-            if not half_made or attempt == WORKTREE_LIST_TRIES - 1:
-                break
+            try:
+                return self.git("worktree", "list", "--porcelain", "-z")
+            except GitError as error:
+                half_made = "failed to read" in error.message and "worktrees" in error.message
+                if not half_made or attempt == WORKTREE_LIST_TRIES - 1:
+                    raise
             time.sleep(0.05 * (attempt + 1))
-        raise GitError(
-            f"git worktree failed: {proc.stderr.decode(errors='replace').strip()}",
-            hint="command: git worktree list --porcelain -z",
-        )
+        raise AssertionError("unreachable")  # the last attempt returns or raises

@@ -217,8 +217,13 @@ def manifest_from_stored(text: str) -> Manifest:
             f"up to {MANIFEST_VERSION}",
             hint="upgrade kgit (pip install -U kgit)",
         )
-    # Stored without a policy, it was stored when `seed` was the default: a campaign keeps the
-    # rule its rounds were judged by (and the baseline it calibrated, or not).
+    return _build(judged_as_before(data))
+
+
+def judged_as_before(data: dict[str, Any]) -> dict[str, Any]:
+    """DATA, a manifest written before `interleaved` became the default (stored by kgit, or a
+    seed campaign's folder), with the policy its rounds were judged by when it names none: the
+    seed's rule (its baseline has no A/A calibration for the other)."""
     if data.get("decision_policy") is None:
         data["decision_policy"] = "seed"
-    return _build(data)
+    return data
