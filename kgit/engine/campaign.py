@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.errors import KgitError, UsageError
-from kgit.gitdoor import Repo
+from kgit.gitdoor import RefsMoved, Repo
 from kgit.records.lognote import log_summary
 from kgit.records.manifest import Manifest, manifest_from_stored
 from kgit.records.names import (
@@ -33,6 +33,10 @@ from kgit.records.names import (
     validate_campaign_name,
 )
 from kgit.records.notes import BASELINE, NOTE_VERSION, CampaignState, GateNote, RoundNote
+
+# A save swaps again when git's unlocked notes copy won the swap (Campaign._only_notes_moved); a
+# copy is one amend or rebase, so a few tries outlast any burst of them.
+SAVE_TRIES = 5
 
 _NOTES_README_TEXT = b"""\
 Every note kgit wrote for this campaign, as it wrote it: notes/<kind>/<target> is the blob kgit
@@ -168,6 +172,7 @@ class Campaign:
         `kgit trust` approved."""
         notes = list(notes)
         notes += [NoteWrite("log", n.target, n.log) for n in notes if n.log]
+        moves = list(moves)
         files: dict[str, bytes | str | None] = dict(extra_files or {})
         files[STATE_FILE] = self.state.to_json()
         if not self.sealed:
@@ -175,16 +180,37 @@ class Campaign:
         files.update({f"{NOTES_DIR}/{n.kind}/{n.target}": n.blob for n in notes})
         tree = self.repo.tree_with(self.record_sha, files)
         commit = self.repo.commit_tree(tree, [self.record_sha], f"kgit {self.name}: {message}\n")
-        updates = list(moves)
-        for kind in dict.fromkeys(n.kind for n in notes):
-            attached = {n.target: n.blob for n in notes if n.kind == kind}
-            old, new = self.repo.notes_commit(self.refs.notes(kind), attached)
-            updates.append((self.refs.notes(kind), new, old))
-        updates.append((self.refs.record, commit, self.record_sha))
-        self.repo.update_refs(updates, f"kgit: {message}")
+        for attempt in range(1, SAVE_TRIES + 1):
+            updates = moves + self._notes_moves(notes)
+            updates.append((self.refs.record, commit, self.record_sha))
+            try:
+                self.repo.update_refs(updates, f"kgit: {message}")
+                break
+            except RefsMoved:
+                if attempt == SAVE_TRIES or not self._only_notes_moved(moves):
+                    raise
         self.record_sha, self.sealed = commit, True
         if self.recorded_rounds is not None:
             self.recorded_rounds.update({n.target: n.blob for n in notes if n.kind == "rounds"})
+
+    def _notes_moves(self, notes: list[NoteWrite]) -> list[tuple[str, str, str | None]]:
+        """(ref, new, old) of each notes ref that NOTES touch: its notes as they are now, with
+        NOTES attached."""
+        moves: list[tuple[str, str, str | None]] = []
+        for kind in dict.fromkeys(n.kind for n in notes):
+            attached = {n.target: n.blob for n in notes if n.kind == kind}
+            old, new = self.repo.notes_commit(self.refs.notes(kind), attached)
+            moves.append((self.refs.notes(kind), new, old))
+        return moves
+
+    def _only_notes_moved(self, moves: list[tuple[str, str, str | None]]) -> bool:
+        """Whether a lost swap lost only on the notes refs: the record ref and MOVES are where
+        the caller read them. Under the write lock no kgit process moves the notes refs, but git
+        does, unlocked: `notes.rewriteRef` copies kgit's notes onto the commits an amend or a
+        rebase in any work tree rewrites. Their notes are rebuilt on what git left, and swapped
+        again; any other ref moved is a writer that bypassed the lock, and the save stops."""
+        expected = [(self.refs.record, self.record_sha), *((ref, old) for ref, _, old in moves)]
+        return all(self.repo.rev_parse(ref) == old for ref, old in expected)
 
     def _adopted_notes(self) -> dict[str, bytes | str | None]:
         """A record written before kgit kept its notes there takes the notes refs as they are

@@ -12,6 +12,10 @@ from kgit.gitdoor.runner import ZERO_SHA, GitCore
 WORKTREE_LIST_TRIES = 6  # about 0.75 s of waiting in all
 
 
+class RefsMoved(KgitError):
+    """A compare-and-swap lost: some ref was no longer at the sha the caller expected."""
+
+
 class Refs(GitCore):
     """Refs by name, moved only by compare-and-swap."""
 
@@ -26,7 +30,7 @@ class Refs(GitCore):
         expected = old if old is not None else ZERO_SHA
         proc = self._run(["update-ref", "-m", message, ref, new, expected])
         if proc.returncode != 0:
-            raise KgitError(
+            raise RefsMoved(
                 f"{ref} moved while kgit was updating it",
                 hint="another kgit or git process changed it; run the command again",
                 details=proc.stderr.decode(errors="replace").strip(),
@@ -39,7 +43,7 @@ class Refs(GitCore):
         lines = "".join(f"update {ref} {new} {old or ZERO_SHA}\n" for ref, new, old in moves)
         proc = self._run(["update-ref", "-m", message, "--stdin"], lines.encode())
         if proc.returncode != 0:
-            raise KgitError(
+            raise RefsMoved(
                 f"{', '.join(ref for ref, _, _ in moves)} moved while kgit was updating them",
                 hint="another kgit or git process changed them; run the command again",
                 details=proc.stderr.decode(errors="replace").strip(),

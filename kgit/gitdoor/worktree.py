@@ -69,8 +69,10 @@ class WorkTree(GitCore):
 
     def rebase_or_abort(self, onto: str) -> bool:
         """Rebase the checked-out branch onto ONTO; on a conflict, abort (nothing moves) and
-        return False."""
-        if self.succeeds("rebase", "-q", onto):
+        return False. Notes are not copied onto the rebased commits (`notes.rewriteRef` would):
+        a rebased round is a new tree with no verdict yet, and git's copy writes kgit's notes
+        refs without kgit's lock."""
+        if self.succeeds("-c", "notes.rewrite.rebase=false", "rebase", "-q", onto):
             return True
         self.succeeds("rebase", "--abort")
         return False

@@ -67,6 +67,16 @@ def test_two_rounds_in_flight_then_one_accept_makes_the_other_stale(boosted: Pat
     # The round's own tree: rebase onto the new best, validate again (gated again), accept.
     campaign = Campaign.load(open_repo(trees[1]), "c1")
     assert rebase_round(campaign, print) is None
+    # The rebased commit has no verdict yet: no note of the old commit is copied onto it (git's
+    # copy, unlocked, once made another worker's save lose its swap).
+    rounds = "--ref=refs/notes/kgit/c1/rounds"
+    assert (
+        subprocess.run(
+            ["git", "notes", rounds, "list", "HEAD"], cwd=trees[1], capture_output=True
+        ).returncode
+        == 1
+    )
+    assert "git notes copy" not in git(repo, "reflog", "show", "refs/notes/kgit/c1/rounds")
     again = kgit_in(trees[1], "-q", "round", "validate", "--json")
     assert again.json()["decision"] == "ACCEPTED", again  # type: ignore[index]
     assert kgit_in(trees[1], "round", "accept").code == 0
