@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.records.notes import ACCEPT, CHANGED, ROLLBACK
+from kgit.judge.scoring import pct
+from kgit.records.notes import ACCEPT, BASELINE, CHANGED, ROLLBACK
 from kgit.records.reader import RecordReader
 from kgit.views.numbers import num, signed
 
@@ -173,6 +174,28 @@ def quick_is_subset(campaign: RecordReader) -> bool:
     return len(set(campaign.state.representative) - inactive) < len(active)
 
 
+def _baseline_figures(rows: list[dict[str, Any]]) -> str:
+    """Which baseline figure a round's 'vs baseline' is against, where the baseline row's own
+    aggregate does not give it: a round measured on fewer shapes, or by measuring workers (its
+    first pass in blocks, against the calibration's blocks). In a CPU session round-2 read
+    0.0005718 at +416% beside a baseline row of 0.0001349, which gives +324%."""
+    base = next((r for r in rows if r["status"] == BASELINE and r["aggregate"]), None)
+    groups: dict[str, list[int]] = {}
+    for row in rows:
+        vs, figure = row["delta_vs_baseline_pct"], row.get("baseline_aggregate")
+        if row is base or vs is None or not row["aggregate"] or not figure:
+            continue
+        if base is not None and abs(pct(row["aggregate"], base["aggregate"]) - vs) < 0.0005:
+            continue  # the table's own figures give it
+        groups.setdefault(num(figure), []).append(row["round"])
+    return "\n".join(
+        f"'vs baseline' of {', '.join(f'round-{n}' for n in numbers)}: against {figure}, the "
+        f"baseline measured as {'those rounds were' if len(numbers) > 1 else 'that round was'} "
+        "(the same shapes; in blocks under measuring workers)"
+        for figure, numbers in groups.items()
+    )
+
+
 def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str:
     """The log's table; `quick_is_subset` when quick rounds measure fewer shapes than the full
     ones, and a legend says so if both kinds of aggregate are in the table."""
@@ -196,6 +219,9 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
         text += "\nno round recorded yet: kgit baseline records round-1"
     if quick_is_subset and len({r["level"] for r in rows if r["aggregate"] is not None}) > 1:
         text += "\n" + SHAPES_LEGEND
+    against = _baseline_figures(rows)
+    if against:
+        text += "\n" + against
     said = [(r["round"], _said(r)) for r in rows if _said(r)]
     if said:
         text += "\n\n" + "\n".join(f"round-{number}: {words}" for number, words in said)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kgit.judge.scoring import pct
 from tests.conftest import commit, git, run_kgit, without_policy
 
 POLICY = """\
@@ -98,6 +99,21 @@ def test_a_worker_round_is_judged_on_quads_of_blocks(worker_campaign: Path) -> N
     assert "detectable_pct" in note and "block_ms: 25" in note
     assert left_under(repo) == []
     assert run_kgit("round", "accept").code == 0
+    # The round's 'vs baseline' is its first pass in blocks against the calibration's blocks,
+    # not against the baseline row's plain pass: the log names the figure it is against.
+    base, row = run_kgit("log", "--json").json()[:2]  # type: ignore[index, misc]
+    figure = f"{row['baseline_aggregate']:.4g}"
+    assert (
+        abs(pct(row["aggregate"], row["baseline_aggregate"]) - row["delta_vs_baseline_pct"]) < 1e-3
+    )
+    footnote = (
+        f"'vs baseline' of round-2: against {figure}, the baseline measured as that round was"
+    )
+    from_table = pct(row["aggregate"], base["aggregate"])
+    assert (footnote in run_kgit("log").out) == (
+        abs(from_table - row["delta_vs_baseline_pct"]) >= 5e-4
+    )
+    assert base["aggregate"] != row["baseline_aggregate"]  # a plain pass is not the blocks' figure
 
     _round(repo, 97)
     data = run_kgit("-q", "round", "validate", "--json").json()

@@ -136,6 +136,27 @@ def test_log_legend_only_when_quick_rounds_measure_fewer_shapes() -> None:
     assert SHAPES_LEGEND not in render_log([row(1, "full")], quick_is_subset=True)
 
 
+def test_log_names_the_baseline_figure_only_where_the_table_does_not_give_it() -> None:
+    from kgit.views.lineage import render_log
+
+    def row(
+        number: int, status: str, aggregate: float, vs: float, base: float
+    ) -> dict[str, object]:
+        return {"round": number, "status": status, "commit": "c" * 11, "aggregate": aggregate,
+                "level": "full", "delta_vs_baseline_pct": vs, "baseline_aggregate": base,
+                "delta_vs_best_pct": None, "hypothesis": "h"}  # fmt: skip
+
+    baseline = row(1, "BASELINE", 2.0, 0.0, 2.0)
+    same_way = row(2, "ACCEPTED", 3.0, 50.0, 2.0)  # 3.0 against the row's 2.0: +50%, as printed
+    in_blocks = row(3, "ROLLED BACK", 3.0, 60.0, 1.875)  # against the calibration's 1.875
+    assert "'vs baseline' of" not in render_log([baseline, same_way])
+    text = render_log([baseline, same_way, in_blocks])
+    assert (
+        "'vs baseline' of round-3: against 1.875, the baseline measured as that round was" in text
+    )
+    assert "round-2" not in text.split("'vs baseline' of")[1]
+
+
 def test_html_says_pass_and_fail_in_words_and_colour(reviewed: Path, tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     assert run_kgit("report", "--format", "html", "-o", str(page)).code == 0
