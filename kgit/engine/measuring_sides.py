@@ -92,7 +92,7 @@ class _Process:
                 if blank is not None:
                     progress.echo(blank)
                     blank = None
-                if line.strip():
+                if line.rstrip(b"\r\n"):
                     progress.echo(line)
                 else:
                     blank = line

@@ -462,3 +462,18 @@ def test_the_block_replies_print_no_blank_lines(worker_campaign: Path) -> None:
     assert quads >= 4, result.err
     blank = sum(1 for line in result.err.splitlines() if not line.strip())
     assert blank < 4, result.err
+
+
+def test_only_the_markers_own_newline_is_held_back(capfd: pytest.CaptureFixture[str]) -> None:
+    """The empty line a marker's own newline makes is dropped from the echo; a line of the
+    harness's that holds only spaces is its output, and is echoed, even when the marker's
+    newline is what ends it."""
+    from kgit.engine.measuring_sides import _Process
+    from kgit.records.protocol import READY
+
+    script = f"printf 'a\\n   \\n{READY}{{}}\\nb\\n\\n'"
+    process = _Process(script, Path.cwd(), dict(os.environ), echo=True)
+    process.proc.wait(timeout=30)
+    process.reader.join(timeout=30)
+    assert process.markers.get(timeout=5)[0] == "ready"
+    assert capfd.readouterr().err == "a\n   \nb\n\n"  # the last empty line is the harness's
