@@ -1,5 +1,6 @@
 """The red-team corpus (tests/corpus/redteam.py) through the real CLI: every cheating candidate
-is kept off the best line, by the mechanism its case names; every control gets on it.
+is kept off the best line, by the mechanism its case names (under the seed's rule, and under the
+default policy for the cheats that act on measuring); every control gets on it.
 
 One repository with both campaigns baselined is built per session and copied for each attempt.
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.corpus.redteam import ATTEMPTS, Attempt, build_template, run_attempt
+from tests.corpus.redteam import ATTEMPTS, VALIDATE, Attempt, Stop, build_template, run_attempt
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +69,16 @@ UNDER_DEFAULT = {
 }  # fmt: skip
 
 
-assert {a.id for a in ATTEMPTS} >= UNDER_DEFAULT  # a renamed attempt cannot drop out
+# Where the default stops a cheat otherwise than `seed` does (every other one is stopped by the
+# same step, with the same words): the exit handlers that double the CSV never reach a measuring
+# worker's block replies, so the candidate is judged on its real speed, a little slower (the
+# hidden handler's kernel) or half (the sitecustomize one's).
+DEFAULT_STOPS = {
+    "hidden-atexit-double": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
+    "sitecustomize": Stop(VALIDATE, 0, "the candidate is slower"),
+}
+
+assert {a.id for a in ATTEMPTS} >= UNDER_DEFAULT >= set(DEFAULT_STOPS)  # none can drop out
 
 
 @pytest.mark.parametrize(
@@ -83,5 +93,8 @@ def test_a_cheat_never_reaches_the_best_line_under_the_default_policy(
     assert "Traceback" not in accept.output, transcript
     if attempt.stop is None:
         assert outcome.best_moved and accept.code == 0, transcript
-    else:
-        assert not outcome.best_moved and accept.code == 1, transcript
+        return
+    assert not outcome.best_moved and accept.code == 1, transcript
+    stop = DEFAULT_STOPS.get(attempt.id, attempt.stop)
+    step = outcome.step(stop.step)
+    assert step.code == stop.code and stop.says in step.output, transcript
