@@ -35,7 +35,7 @@ def hooks_install(obj: Ctx) -> None:
     click.echo("installed: " + ", ".join(install_hooks(obj.repo())))
     # A clone that pulled its campaigns has none of kgit init's git settings either.
     configure_git(obj.repo())
-    click.echo("git config: notes follow amend and rebase; git log shows the round notes")
+    click.echo("git config: git log shows each round's summary note")
 
 
 @cli.command()

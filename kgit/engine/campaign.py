@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -34,9 +35,9 @@ from kgit.records.names import (
 )
 from kgit.records.notes import BASELINE, NOTE_VERSION, CampaignState, GateNote, RoundNote
 
-# A save swaps again when git's unlocked notes copy won the swap (Campaign._only_notes_moved); a
-# copy is one amend or rebase, so a few tries outlast any burst of them.
-SAVE_TRIES = 5
+# A save swaps again when a notes ref only grew under the write lock (Campaign._notes_only_grew):
+# git's notes copy, one per amend or rebase, so a few tries a moment apart outlast a burst.
+SAVE_TRIES, SAVE_PAUSE_S = 5, 0.05
 
 _NOTES_README_TEXT = b"""\
 Every note kgit wrote for this campaign, as it wrote it: notes/<kind>/<target> is the blob kgit
@@ -187,8 +188,9 @@ class Campaign:
                 self.repo.update_refs(updates, f"kgit: {message}")
                 break
             except RefsMoved:
-                if attempt == SAVE_TRIES or not self._only_notes_moved(moves):
+                if attempt == SAVE_TRIES or not self._notes_only_grew(updates, len(moves)):
                     raise
+                time.sleep(SAVE_PAUSE_S * attempt)
         self.record_sha, self.sealed = commit, True
         if self.recorded_rounds is not None:
             self.recorded_rounds.update({n.target: n.blob for n in notes if n.kind == "rounds"})
@@ -203,14 +205,23 @@ class Campaign:
             moves.append((self.refs.notes(kind), new, old))
         return moves
 
-    def _only_notes_moved(self, moves: list[tuple[str, str, str | None]]) -> bool:
-        """Whether a lost swap lost only on the notes refs: the record ref and MOVES are where
-        the caller read them. Under the write lock no kgit process moves the notes refs, but git
-        does, unlocked: `notes.rewriteRef` copies kgit's notes onto the commits an amend or a
-        rebase in any work tree rewrites. Their notes are rebuilt on what git left, and swapped
-        again; any other ref moved is a writer that bypassed the lock, and the save stops."""
-        expected = [(self.refs.record, self.record_sha), *((ref, old) for ref, _, old in moves)]
-        return all(self.repo.rev_parse(ref) == old for ref, old in expected)
+    def _notes_only_grew(self, updates: list[tuple[str, str, str | None]], moves: int) -> bool:
+        """Whether a lost swap of UPDATES (the caller's MOVES first, then the notes refs, then
+        the record ref) lost only to notes refs that grew: the record ref and the caller's
+        moves are where they were read, and each notes ref is where it was or a descendant of
+        it. Under the write lock no kgit process moves them, but git does, unlocked, when
+        `notes.rewriteRef` names them (a kgit before this set it, a user may): its copy of a
+        note onto an amended or rebased commit adds one commit to the ref. The notes are then
+        rebuilt on what git left, and swapped again; a rewound or replaced notes ref, or any
+        other ref moved, is a writer that bypassed the lock, and the save stops."""
+        fixed = [(ref, old) for ref, _, old in [*updates[:moves], updates[-1]]]
+        if any(self.repo.rev_parse(ref) != old for ref, old in fixed):
+            return False
+        for ref, _, old in updates[moves:-1]:
+            now = self.repo.rev_parse(ref)
+            if old is not None and now != old and not (now and self.repo.is_ancestor(old, now)):
+                return False
+        return True
 
     def _adopted_notes(self) -> dict[str, bytes | str | None]:
         """A record written before kgit kept its notes there takes the notes refs as they are

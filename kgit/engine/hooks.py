@@ -59,9 +59,12 @@ def hooks_missing(repo: Repo) -> list[str]:
 
 
 def configure_git(repo: Repo) -> None:
-    """Notes follow amend and rebase; `git log` shows each round's short summary without flags
-    (the full round notes: `git log --notes=kgit/<campaign>/rounds`)."""
-    repo.config_add("notes.rewriteRef", "refs/notes/kgit/*")
+    """`git log` shows each round's short summary without flags (the full round notes: `git log
+    --notes=kgit/<campaign>/rounds`). kgit's notes do not follow amend and rebase: an amended or
+    rebased round is a commit kgit has not judged, and git's copy (`notes.rewriteRef`, which a
+    kgit before this set) writes kgit's notes refs without kgit's lock, so that a save at the
+    same moment lost its swap, or its note to git's write."""
+    repo.config_unset_local("notes.rewriteRef", r"^refs/notes/kgit/\*$")
     # A kgit before this displayed the whole round notes (~40 lines of YAML a round).
     repo.config_unset_local("notes.displayRef", r"^refs/notes/kgit/\*/rounds$")
     repo.config_add("notes.displayRef", "refs/notes/kgit/*/log")

@@ -36,7 +36,8 @@ def compare(
 ) -> list[Drift]:
     """The drifts between what kgit RECORDED for KIND and what its notes ref PUBLISHED (both
     target -> blob). A note on a target kgit never wrote is not a drift when its blob is one of
-    COPIES, kgit's own notes: `notes.rewriteRef` copies them onto amended or rebased commits."""
+    COPIES, kgit's own notes: git's `notes.rewriteRef` (which a kgit before this set) copied them
+    onto amended or rebased commits."""
     drifts = [
         Drift(
             CHANGED if target in published else MISSING, kind, target, blob, published.get(target)

@@ -13,7 +13,8 @@ WORKTREE_LIST_TRIES = 6  # about 0.75 s of waiting in all
 
 
 class RefsMoved(KgitError):
-    """A compare-and-swap lost: some ref was no longer at the sha the caller expected."""
+    """A compare-and-swap lost: some ref was no longer at the sha the caller expected (or git
+    could not take a ref's lock file: another writer was moving it)."""
 
 
 class Refs(GitCore):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kgit.engine.campaign import Campaign
+from kgit.engine.campaign import SAVE_TRIES, Campaign
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.notes import ROLLED_BACK, RoundNote
@@ -18,7 +18,7 @@ from tests.conftest import git, run_kgit
 WRITER = """
 import sys
 from kgit.gitdoor import Repo, open_repo
-from kgit.engine.campaign import Campaign
+from kgit.engine.campaign import SAVE_TRIES, Campaign
 from kgit.records.notes import RoundNote, ROLLED_BACK
 
 repo = open_repo()
@@ -76,17 +76,22 @@ def test_two_round_starts_at_once_open_exactly_one(campaign: Path) -> None:
 
 
 def _foreign_write_during(
-    monkeypatch: pytest.MonkeyPatch, campaign: Campaign, ref: str, write: Callable[[], None]
+    monkeypatch: pytest.MonkeyPatch,
+    campaign: Campaign,
+    ref: str,
+    write: Callable[[], None],
+    times: int = 1,
 ) -> list[str]:
-    """Make WRITE happen once, between the save's reading of REF and its compare-and-swap (what
-    git's `notes.rewriteRef` copy does when another work tree amends or rebases: it writes
-    kgit's notes refs without kgit's lock). Returns the refs each swap was asked to move."""
+    """Make WRITE happen before each of the first TIMES swaps, between the save's reading of
+    REF and its compare-and-swap (what git's `notes.rewriteRef` copy does when another work tree
+    amends or rebases: it writes kgit's notes refs without kgit's lock). Returns the refs each
+    swap was asked to move."""
     kind = type(campaign.repo)
     real, asked = kind.update_refs, []
 
     def racing(self: Repo, moves: Sequence[tuple[str, str, str | None]], message: str) -> None:
         asked.append(",".join(r for r, _, _ in moves))
-        if len(asked) == 1:
+        if len(asked) <= times:
             before = campaign.repo.rev_parse(ref)
             write()
             assert campaign.repo.rev_parse(ref) != before, "the foreign write moved nothing"
@@ -137,9 +142,62 @@ def test_a_record_moved_during_a_save_is_still_refused(
     loaded = Campaign.load(repo, "c1")
     record = loaded.refs.record
     moved = repo.commit_tree(repo.tree_of(record), [loaded.record_sha], "by hand\n")
-    _foreign_write_during(
+    asked = _foreign_write_during(
         monkeypatch, loaded, record, lambda: git(campaign, "update-ref", record, moved)
     )
     with repo.write_lock(), pytest.raises(KgitError, match="moved while kgit was updating"):
-        loaded.save("a save")
+        _save_a_round(repo, loaded)
     assert repo.rev_parse(record) == moved
+    assert len(asked) == 1  # refused at once, no second swap
+
+
+def _save_a_round(repo: Repo, loaded: Campaign) -> None:
+    """A round-2 note and its kept ref, saved in one transaction (mark_round's shape)."""
+    ours = repo.commit_tree(repo.tree_of("HEAD"), [repo.rev_parse("HEAD") or ""], "a round\n")
+    note = RoundNote(campaign="c1", round=2, status=ROLLED_BACK, hypothesis="h",
+                     metric="Forward TFLOPS")  # fmt: skip
+    kept = loaded.refs.kept(2)
+    loaded.save("round-2", notes=[loaded.round_note(ours, note)], moves=[(kept, ours, None)])
+
+
+@pytest.mark.parametrize("how", ["rewound", "kept-ref", "every-try"])
+def test_only_a_notes_ref_that_grew_is_swapped_again(
+    campaign: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A notes ref rewound (not a descendant of what the save read), a caller's own move taken
+    by another writer, or a notes copy before every try: the save stops, after one swap or
+    after SAVE_TRIES, and the record ref is where it was."""
+    repo = open_repo(campaign)
+    loaded = Campaign.load(repo, "c1")
+    rounds, kept = loaded.refs.notes("rounds"), loaded.refs.kept(2)
+    baseline = next(iter(loaded.recorded("rounds")))
+    first = git(campaign, "rev-list", "--max-parents=0", rounds)
+    head = git(campaign, "rev-parse", "HEAD")
+    writes: dict[str, tuple[str, Callable[[], None], int]] = {
+        "rewound": (rounds, lambda: git(campaign, "update-ref", rounds, first), 1),
+        "kept-ref": (kept, lambda: git(campaign, "update-ref", kept, head), 1),
+        "every-try": (rounds, _copier(campaign, rounds, baseline), SAVE_TRIES),
+    }
+    ref, write, times = writes[how]
+    if how == "rewound":  # a second notes commit, so that there is one to rewind to
+        other = git(campaign, "commit-tree", f"{head}^{{tree}}", "-p", head, "-m", "other")
+        git(campaign, "notes", f"--ref={rounds}", "add", "-m", "x", other)
+    asked = _foreign_write_during(monkeypatch, loaded, ref, write, times)
+    record = loaded.record_sha
+    with repo.write_lock(), pytest.raises(KgitError, match="moved while kgit was updating"):
+        _save_a_round(repo, loaded)
+    assert len(asked) == (SAVE_TRIES if how == "every-try" else 1)
+    assert repo.rev_parse(loaded.refs.record) == record
+
+
+def _copier(repo: Path, rounds: str, source: str) -> Callable[[], None]:
+    """git's notes copy of SOURCE's note onto a new commit, each call another commit."""
+    made: list[str] = []
+
+    def copy() -> None:
+        tree = git(repo, "rev-parse", "HEAD^{tree}")
+        target = git(repo, "commit-tree", tree, "-p", "HEAD", "-m", f"amended {len(made)}")
+        made.append(target)
+        git(repo, "notes", f"--ref={rounds}", "copy", source, target)
+
+    return copy
