@@ -190,8 +190,7 @@ def _baseline_figures(rows: list[dict[str, Any]]) -> str:
         groups.setdefault(num(figure), []).append(row["round"])
     return "\n".join(
         f"'vs baseline' of {', '.join(f'round-{n}' for n in numbers)}: against {figure}, the "
-        f"baseline measured as {'those rounds were' if len(numbers) > 1 else 'that round was'} "
-        "(the same shapes; in blocks under measuring workers)"
+        "baseline on the same shapes, measured the same way"
         for figure, numbers in groups.items()
     )
 

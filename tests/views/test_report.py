@@ -151,9 +151,7 @@ def test_log_names_the_baseline_figure_only_where_the_table_does_not_give_it() -
     in_blocks = row(3, "ROLLED BACK", 3.0, 60.0, 1.875)  # against the calibration's 1.875
     assert "'vs baseline' of" not in render_log([baseline, same_way])
     text = render_log([baseline, same_way, in_blocks])
-    assert (
-        "'vs baseline' of round-3: against 1.875, the baseline measured as that round was" in text
-    )
+    assert "'vs baseline' of round-3: against 1.875, the baseline on the same shapes" in text
     assert "round-2" not in text.split("'vs baseline' of")[1]
 
 
