@@ -108,7 +108,8 @@ def test_a_worker_round_is_judged_on_quads_of_blocks(worker_campaign: Path) -> N
         abs(pct(row["aggregate"], row["baseline_aggregate"]) - row["delta_vs_baseline_pct"]) < 1e-3
     )
     footnote = (
-        f"'vs baseline' of round-2: against {figure}, the baseline measured as that round was"
+        f"'vs baseline' of round-2: against {figure}, the baseline on the same shapes, "
+        "measured the same way"
     )
     from_table = pct(row["aggregate"], base["aggregate"])
     assert (footnote in run_kgit("log").out) == (
