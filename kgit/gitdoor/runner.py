@@ -197,19 +197,29 @@ class GitCore:
         """Serialize kgit's writes across processes and work trees of this repository. The
         holder is written into the lock file; a waiter says once whom it waits for, and gives
         up after KGIT_LOCK_TIMEOUT_S (the kernel frees the lock when its holder dies)."""
-        path = self.kgit_dir() / "lock"
+        with self._held(self.kgit_dir() / "lock", "this repository's write lock"):
+            yield
+
+    @contextmanager
+    def worktree_lock(self) -> Iterator[None]:
+        """One kgit process at a time adds, prunes or removes linked work trees (see
+        WorkTree.add_worktree); waits and gives up as the write lock does."""
+        with self._held(self.kgit_dir() / "worktrees.lock", "this repository's work-tree lock"):
+            yield
+
+    @contextmanager
+    def _held(self, path: Path, what: str) -> Iterator[None]:
         with open(path, "a+") as handle:
             locks.take(
                 handle,
                 locks.seconds_from_env(LOCK_TIMEOUT_ENV, LOCK_TIMEOUT_S),
                 waiting=lambda: print(
-                    f"kgit: waiting for this repository's write lock, held by {_holder(path)}",
+                    f"kgit: waiting for {what}, held by {_holder(path)}",
                     file=sys.stderr,
                     flush=True,
                 ),
                 give_up=lambda waited: KgitError(
-                    f"this repository's write lock has been held for {waited:.0f} s by "
-                    f"{_holder(path)}",
+                    f"{what} has been held for {waited:.0f} s by {_holder(path)}",
                     hint="let that command end (a stopped one: `kill -CONT <pid>`, or end it: "
                     f"the lock is freed with its process), or wait longer ({LOCK_TIMEOUT_ENV}"
                     "=SECONDS)",

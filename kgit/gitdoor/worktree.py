@@ -89,23 +89,32 @@ class WorkTree(GitCore):
 
     def prune_worktrees(self) -> None:
         """Forget the linked work trees whose folders are gone."""
-        self.git("worktree", "prune")
+        with self.worktree_lock():
+            self.git("worktree", "prune")
 
     def add_worktree(self, path: Path, branch_ref: str) -> None:
-        """A new linked work tree at PATH with the local branch BRANCH_REF checked out."""
-        self.prune_worktrees()
-        self.git("worktree", "add", "-q", str(path), branch_ref.removeprefix("refs/heads/"))
+        """A new linked work tree at PATH with the local branch BRANCH_REF checked out.
+
+        Under kgit's work-tree lock: git's `worktree add` makes .git/worktrees/NAME before it
+        writes the `locked` file that keeps `worktree prune` off, and a prune in between deletes
+        the folder under it ("could not open '.git/worktrees/NAME/locked' for writing"): 16 of
+        525 adds beside a pruning loop here, and a parallel worker lost a gain to it."""
+        with self.worktree_lock():
+            self.git("worktree", "prune")
+            self.git("worktree", "add", "-q", str(path), branch_ref.removeprefix("refs/heads/"))
 
     def add_detached_worktree(self, path: Path, commit: str) -> None:
         """A new linked work tree at PATH holding COMMIT without a branch (PATH may be a folder
         git still lists, e.g. one removed by hand)."""
-        self.prune_worktrees()
-        self.git("worktree", "add", "-q", "-f", "--detach", str(path), commit)
+        with self.worktree_lock():
+            self.git("worktree", "prune")
+            self.git("worktree", "add", "-q", "-f", "--detach", str(path), commit)
 
     def remove_worktree(self, path: str) -> None:
         """Remove the linked work tree at PATH, its changes with it; one already gone is not an
         error."""
-        self.git("worktree", "remove", "--force", path, check=False)
+        with self.worktree_lock():
+            self.git("worktree", "remove", "--force", path, check=False)
 
     def move_work_tree(self, old: str, new: str) -> None:
         """Bring this work tree's index and files from commit OLD to commit NEW (its branch ref
