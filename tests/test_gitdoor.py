@@ -94,8 +94,15 @@ def test_ref_names(repo: Repo) -> None:
     assert not repo.is_valid_ref_name("refs/remotes/or..igin/kgit/x")
 
 
-def test_a_waiter_for_the_write_lock_says_who_holds_it_and_gives_up(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("lock", "what"), [("write_lock", "write lock"), ("worktree_lock", "work-tree lock")]
+)
+def test_a_waiter_for_a_lock_says_who_holds_it_and_gives_up(
+    repo: Repo,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    lock: str,
+    what: str,
 ) -> None:
     import subprocess
     import sys
@@ -108,9 +115,10 @@ def test_a_waiter_for_the_write_lock_says_who_holds_it_and_gives_up(
             sys.executable,
             "-c",
             "import sys, time\nfrom pathlib import Path\nfrom kgit.gitdoor import open_repo\n"
-            "with open_repo(Path(sys.argv[1])).write_lock():\n"
+            "with getattr(open_repo(Path(sys.argv[1])), sys.argv[2])():\n"
             "    print('held', flush=True)\n    time.sleep(60)\n",
             str(repo.root),
+            lock,
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -119,15 +127,15 @@ def test_a_waiter_for_the_write_lock_says_who_holds_it_and_gives_up(
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         monkeypatch.setenv("KGIT_LOCK_TIMEOUT_S", "1.5")
         start = time.monotonic()
-        with pytest.raises(KgitError) as refused, repo.write_lock():
+        with pytest.raises(KgitError) as refused, getattr(repo, lock)():
             pass
         assert 1.4 < time.monotonic() - start < 10
         assert f"by pid {holder.pid} (kgit " in refused.value.message
-        assert "waiting for this repository's write lock" in capsys.readouterr().err
+        assert f"waiting for this repository's {what}" in capsys.readouterr().err
     finally:
         holder.kill()
         holder.wait()
-    with repo.write_lock():  # the holder's death freed it
+    with getattr(repo, lock)():  # the holder's death freed it
         pass
 
 
