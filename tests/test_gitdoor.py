@@ -199,3 +199,64 @@ def test_work_trees_added_by_two_processes_at_once_are_all_made(repo: Repo) -> N
     errors = [adder.communicate(timeout=300)[1] for adder in adders]
     assert [adder.returncode for adder in adders] == [0, 0], errors
     assert [branch for _, branch in repo.checkouts()] == ["refs/heads/main"]
+
+
+@pytest.mark.parametrize("removed_by", ["hand", "kgit"])
+def test_a_work_tree_whose_add_was_killed_can_be_made_again_after_it_is_removed(
+    repo: Repo, tmp_path: Path, removed_by: str
+) -> None:
+    """`git worktree add` marks its tree locked ("initializing") until the checkout ends; killed
+    during a slow checkout (an LFS-like smudge filter here), it left the mark, and once the
+    folder was removed (by hand, or by `kgit campaign delete`) every later add of that path
+    failed: "is a missing but locked worktree" (`kgit campaign delete`'s removal also stopped
+    at the mark, and the entry outlived it). kgit's own trees are made only under kgit's
+    work-tree lock, so such a mark is a dead add's, and kgit overrides it."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    hold = tmp_path / "hold"
+    hold.touch()
+    git(repo.root, "config", "filter.slow.smudge", f"sh -c 'test -e {hold} && sleep 60; cat'")
+    (repo.root / ".gitattributes").write_text("*.bin filter=slow\n")
+    (repo.root / "data.bin").write_text("payload\n")
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-q", "-m", "a file behind a filter")
+    commit = repo.git_text("rev-parse", "HEAD").strip()
+    path = repo.kgit_dir() / "worktrees" / "c1" / "candidate"
+    path.parent.mkdir(parents=True)
+    adder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom pathlib import Path\nfrom kgit.gitdoor import open_repo\n"
+            "open_repo(Path(sys.argv[1])).add_detached_worktree(Path(sys.argv[2]), sys.argv[3])",
+            str(repo.root),
+            str(path),
+            commit,
+        ],
+        start_new_session=True,
+    )
+    mark = repo.common_dir / "worktrees" / "candidate" / "locked"
+    deadline = time.monotonic() + 30
+    while not (path / ".git").exists() or not mark.exists():
+        assert time.monotonic() < deadline and adder.poll() is None, "the add never started"
+        time.sleep(0.02)
+    time.sleep(0.3)  # into the checkout, held by the filter
+    os.killpg(adder.pid, signal.SIGKILL)
+    adder.wait()
+    assert mark.exists()  # what the killed add left
+    hold.unlink()
+    if removed_by == "hand":
+        shutil.rmtree(path)
+    else:
+        repo.remove_worktree(str(path))
+        assert not mark.parent.exists() and not path.exists()
+    repo.add_detached_worktree(path, commit)
+    assert (path / "data.bin").read_text() == "payload\n"
+    repo.remove_worktree(str(path))
+    assert not path.exists()
+    assert [branch for _, branch in repo.checkouts()] == ["refs/heads/main"]

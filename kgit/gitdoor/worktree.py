@@ -104,17 +104,19 @@ class WorkTree(GitCore):
             self.git("worktree", "add", "-q", str(path), branch_ref.removeprefix("refs/heads/"))
 
     def add_detached_worktree(self, path: Path, commit: str) -> None:
-        """A new linked work tree at PATH holding COMMIT without a branch (PATH may be a folder
-        git still lists, e.g. one removed by hand)."""
+        """A new linked work tree of kgit's own at PATH holding COMMIT without a branch (PATH may
+        be a folder git still lists, e.g. one removed by hand, even one marked locked: a
+        `worktree add` killed mid-checkout leaves its "initializing" mark, and under kgit's
+        work-tree lock no other add of kgit's is under way)."""
         with self.worktree_lock():
             self.git("worktree", "prune")
-            self.git("worktree", "add", "-q", "-f", "--detach", str(path), commit)
+            self.git("worktree", "add", "-q", "-f", "-f", "--detach", str(path), commit)
 
     def remove_worktree(self, path: str) -> None:
-        """Remove the linked work tree at PATH, its changes with it; one already gone is not an
-        error."""
+        """Remove kgit's linked work tree at PATH, its changes with it, locked or not; one
+        already gone is not an error."""
         with self.worktree_lock():
-            self.git("worktree", "remove", "--force", path, check=False)
+            self.git("worktree", "remove", "-f", "-f", path, check=False)
 
     def move_work_tree(self, old: str, new: str) -> None:
         """Bring this work tree's index and files from commit OLD to commit NEW (its branch ref
