@@ -203,7 +203,7 @@ class GitCore:
     @contextmanager
     def worktree_lock(self) -> Iterator[None]:
         """One kgit process at a time adds, prunes or removes linked work trees (see
-        WorkTree.add_worktree); waits and gives up as the write lock does."""
+        WorkTree._add); waits and gives up as the write lock does."""
         with self._held(self.kgit_dir() / "worktrees.lock", "this repository's work-tree lock"):
             yield
 

@@ -93,24 +93,25 @@ class WorkTree(GitCore):
             self.git("worktree", "prune")
 
     def add_worktree(self, path: Path, branch_ref: str) -> None:
-        """A new linked work tree at PATH with the local branch BRANCH_REF checked out.
-
-        Under kgit's work-tree lock: git's `worktree add` makes .git/worktrees/NAME before it
-        writes the `locked` file that keeps `worktree prune` off, and a prune in between deletes
-        the folder under it ("could not open '.git/worktrees/NAME/locked' for writing"): 16 of
-        525 adds beside a pruning loop here, and a parallel worker lost a gain to it."""
-        with self.worktree_lock():
-            self.git("worktree", "prune")
-            self.git("worktree", "add", "-q", str(path), branch_ref.removeprefix("refs/heads/"))
+        """A new linked work tree at PATH with the local branch BRANCH_REF checked out."""
+        self._add(str(path), branch_ref.removeprefix("refs/heads/"))
 
     def add_detached_worktree(self, path: Path, commit: str) -> None:
         """A new linked work tree of kgit's own at PATH holding COMMIT without a branch (PATH may
         be a folder git still lists, e.g. one removed by hand, even one marked locked: a
         `worktree add` killed mid-checkout leaves its "initializing" mark, and under kgit's
         work-tree lock no other add of kgit's is under way)."""
+        self._add("-f", "-f", "--detach", str(path), commit)
+
+    def _add(self, *args: str) -> None:
+        """`git worktree add` after a prune, both under kgit's work-tree lock: git's add makes
+        .git/worktrees/NAME before it writes the `locked` file that keeps `worktree prune` off,
+        and a prune in between deletes the folder under it ("could not open
+        '.git/worktrees/NAME/locked' for writing"): 16 of 525 adds beside a pruning loop here,
+        and a parallel worker lost a gain to it."""
         with self.worktree_lock():
             self.git("worktree", "prune")
-            self.git("worktree", "add", "-q", "-f", "-f", "--detach", str(path), commit)
+            self.git("worktree", "add", "-q", *args)
 
     def remove_worktree(self, path: str) -> None:
         """Remove kgit's linked work tree at PATH, its changes with it, locked or not; one
