@@ -21,6 +21,8 @@ from kgit.engine.runner import CommandResult, run_command
 from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
+from kgit.judge.gate_reads import GateReads, gate_reads
+from kgit.records.manifest import Manifest
 from kgit.records.notes import CLEAN_CHECKOUT, WORK_TREE, GateNote
 
 Say = Callable[[str], None]
@@ -40,6 +42,28 @@ def run_tests(
     return run_command(
         command, folder, campaign.manifest.timeout_s, tether=campaign.repo.common_dir, echo=echo
     )
+
+
+def gate_files(repo: Repo, commit: str, manifest: Manifest) -> GateReads:
+    """What the gate reads at COMMIT (its tests, folders whole, pytest's configuration and
+    conftest.py files), less the harness, which the manifest protects on its own."""
+    listed = repo.ls_tree(commit)
+
+    def read(path: str) -> str | None:
+        found = repo.read_objects([f"{commit}:{path}"])[0] if path in listed else None
+        return found[1].decode(errors="replace") if found else None
+
+    reads = gate_reads(manifest.test_command, listed, read, manifest.kernel_source)
+    reads.frozen = [p for p in reads.frozen if p not in manifest.protected_paths]
+    return reads
+
+
+def frozen_files(repo: Repo, commit: str, paths: dict[str, str | None]) -> dict[str, bytes]:
+    """The bytes of each frozen file at COMMIT, a folder's files one by one (the record keeps a
+    copy of what the baseline froze)."""
+    listed = repo.ls_tree(commit, [p for p, sha in paths.items() if sha])
+    blobs = repo.read_blobs([sha for _mode, sha in listed.values()])
+    return {path: blobs[sha] for path, (_mode, sha) in listed.items()}
 
 
 def record_gate(

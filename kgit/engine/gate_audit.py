@@ -24,7 +24,7 @@ from typing import Any
 
 from kgit.engine.audit_tree import exclusive, gate_with, run_gate, scratch_tree, tree_path
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.gate import Say
+from kgit.engine.gate import Say, gate_files
 from kgit.engine.runner import CommandResult
 from kgit.engine.trust import require_trusted
 from kgit.errors import KgitError
@@ -36,7 +36,7 @@ from kgit.judge.mutants import (
     choose,
     mutants_of,
 )
-from kgit.judge.scope import command_paths, in_kernel_source
+from kgit.judge.scope import in_kernel_source
 from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
 from kgit.progress import warn
 from kgit.records.gate_audit import (
@@ -76,7 +76,7 @@ def plan_audit(campaign: Campaign, commit: str) -> Plan:
     manifest, repo = campaign.manifest, campaign.repo
     plan = Plan(commit)
     # The gate's own files and the harness are never mutated, even inside a kernel_source folder.
-    fixed = set(command_paths(manifest.test_command)) | set(manifest.protected_paths)
+    fixed = [*gate_files(repo, commit, manifest).frozen, *manifest.protected_paths]
     listed = repo.ls_tree(commit)
     paths = [p for p in listed if in_kernel_source(p, manifest.kernel_source)]
     for source in manifest.kernel_source:
@@ -91,7 +91,10 @@ def plan_audit(campaign: Campaign, commit: str) -> Plan:
     blocks, padding = [], []
     for path in paths:
         data = blobs[listed[path][1]]
-        if path in fixed or PurePosixPath(path).name.startswith(("test_", "conftest")):
+        # in_kernel_source(path, fixed): the path is one of them or lies in one (a folder).
+        if in_kernel_source(path, fixed) or PurePosixPath(path).name.startswith(
+            ("test_", "conftest")
+        ):
             plan.skipped.append(f"{path}: part of the gate or the harness, not of the kernel")
             continue
         if len(data) > MAX_SOURCE_BYTES:

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from kgit.engine.campaign import Campaign, list_campaigns, now
-from kgit.engine.gate import Say, gate_failure, record_gate, run_tests
+from kgit.engine.gate import Say, frozen_files, gate_failure, gate_files, record_gate, run_tests
 from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.integrity import impossible, measured_rates
@@ -18,8 +18,8 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.judge.floor import campaign_floor
 from kgit.judge.representative import pick_representative
-from kgit.judge.scope import command_paths
 from kgit.judge.scoring import Score, diagnostics, geomean
+from kgit.progress import warn
 from kgit.records.manifest import Manifest
 from kgit.records.names import HARNESS_DIR, CampaignRefs, validate_campaign_name
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
@@ -161,16 +161,16 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         )
     _check_floor(campaign, calibrated, say)
     representative = representative_of(run)
-    # The harness and the files the gate's own command names (its tests) are frozen: a round
-    # that edits the test to pass a wrong kernel is rolled back, never accepted.
-    gate_paths = [
-        p for p in command_paths(manifest.test_command) if p not in manifest.protected_paths
-    ]
-    gate_blobs = {p: b for p, b in repo.path_blobs(base, gate_paths).items() if b is not None}
-    protected = {**repo.path_blobs(base, manifest.protected_paths), **gate_blobs}
+    # The harness and what the gate reads (its tests, a folder whole) are frozen: a round that
+    # edits a test to pass a wrong kernel is rolled back, never accepted.
+    gate = gate_files(repo, base, manifest)
+    protected = repo.path_blobs(base, [*manifest.protected_paths, *gate.frozen])
     harness_copy = {
-        f"{HARNESS_DIR}/{path}": repo.read_blob(blob) for path, blob in protected.items() if blob
+        f"{HARNESS_DIR}/{path}": data for path, data in frozen_files(repo, base, protected).items()
     }
+    say(f"frozen for the gate: {', '.join(gate.frozen) or 'nothing the command names'}")
+    for unseen in gate.unseen:
+        warn(f"{unseen}; name them in protected_paths to freeze them too")
     note = _baseline_note(campaign, table, score, run.seconds)
     note.hashes = {"schema": ",".join(table.header), "protected": protected}
     note.fingerprint = run.fingerprint
@@ -212,5 +212,6 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         "noise_floors_pct": {label: f * 100 for label, f in floors.items()},
         "fingerprint": run.fingerprint,
         "protected": protected,
+        "gate_unseen": gate.unseen,
         "gate_audit": audit,
     }

@@ -36,6 +36,8 @@ def command_paths(command: str) -> list[str]:
         if word.startswith("-") or "=" in word or not word.strip():
             continue
         path = word.split("::", 1)[0].rstrip("/")
+        while path.startswith("./"):
+            path = path[2:]
         if path and not path.startswith("/") and ".." not in path.split("/"):
             paths.append(path)
     return list(dict.fromkeys(paths))
