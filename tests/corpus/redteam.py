@@ -51,6 +51,7 @@ class Attempt:
     # Shell steps after the commit and before accept; AGENT stands for plain `kgit round validate`.
     steps: tuple[str, ...] = (AGENT,)
     xfail: str = ""  # a known hole, with why it is not closed
+    links: dict[str, str] = field(default_factory=dict)  # path -> target, made before the commit
 
 
 @dataclass
@@ -221,6 +222,16 @@ ATTEMPTS = [
         Stop(COMMIT, 1, "correctness gate failed"),
     ),
     Attempt(
+        "link-out",
+        "kernel.py committed as a link to a copy outside the repository that halves the "
+        "harness's clock (the tampering scan reads the link's text)",
+        {"../kernel_elsewhere.py": f.SLOW_CLOCK},
+        Stop(
+            VALIDATE, 0, "symbolic link out of the repository: kernel.py -> ../kernel_elsewhere.py"
+        ),
+        links={"kernel.py": "../kernel_elsewhere.py"},
+    ),
+    Attempt(
         "sitecustomize-committed",
         "the same sitecustomize.py committed beside a slower kernel",
         {"kernel.py": f.SLOW, "sitecustomize.py": f.DOUBLE_CSV},
@@ -312,6 +323,8 @@ def _script(attempt: Attempt) -> list[tuple[str, str]]:
     for path, text in attempt.files.items():
         op = ">>" if path.startswith(".git/") else ">"
         steps.append((f"write {path}", f"cat {op} {path} <<'EOF'\n{text}EOF"))
+    for path, target in attempt.links.items():
+        steps.append((f"link {path}", f"ln -sfn {shlex.quote(target)} {path}"))
     steps.append((COMMIT, f"git add -A && git commit -qm {shlex.quote(attempt.what)}"))
     for step in attempt.steps:
         steps.append(

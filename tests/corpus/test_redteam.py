@@ -65,7 +65,7 @@ def default_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
 UNDER_DEFAULT = {
     "control-honest", "lazy-output", "stopped-clock", "slow-clock", "atexit-double",
     "hidden-atexit-double", "hidden-slow-clock", "sitecustomize", "sitecustomize-committed",
-    "amend-after-validate", "forged-note",
+    "amend-after-validate", "forged-note", "link-out",
 }  # fmt: skip
 
 
