@@ -179,6 +179,13 @@ ATTEMPTS = [
         Stop(VALIDATE, 1, "the CSV changed after the harness wrote it"),
     ),
     Attempt(
+        "flood-forged-digest",
+        "the hidden exit handler floods the output past the kept tail, then prints a digest of "
+        "the doubled CSV",
+        {"kernel.py": f.FLOOD_FORGED_DIGEST},
+        Stop(VALIDATE, 1, "the pass printed 2 CSV digests"),
+    ),
+    Attempt(
         "hidden-slow-clock",
         "the same, through a setattr no scan can read (the builtins module, imported by name)",
         {"kernel.py": f.HIDDEN_SLOW_CLOCK},
