@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
+from kgit.engine.pyenv import isolated_env
 from kgit.engine.runner import CommandResult, run_command
 from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
@@ -43,7 +44,12 @@ def run_tests(
     say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
     folder = checkout or campaign.repo.root
     return run_command(
-        command, folder, campaign.manifest.timeout_s, tether=campaign.repo.common_dir, echo=echo
+        command,
+        folder,
+        campaign.manifest.timeout_s,
+        tether=campaign.repo.common_dir,
+        echo=echo,
+        env=isolated_env(),
     )
 
 

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kgit
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
+from kgit.engine.pyenv import command_facts, isolated_env
 from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.errors import KgitError, SchemaError
-from kgit.gitdoor import Repo, clean_env
+from kgit.gitdoor import Repo
 from kgit.judge.scoring import Score, score
 from kgit.records.notes import RoundNote, in_line_order
 from kgit.records.protocol import RUN_ENV, changed_since_written, written_digest
@@ -37,11 +39,13 @@ class Measurement:
 
 
 def harness_env(tree: Path) -> dict[str, str]:
-    """The harness's environment: clean of git's variables, the tree's own code first on the
-    import path, so that a best-line work tree measures its own kernel even when the project is
-    pip-installed in editable mode from the main tree."""
-    path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
-    return clean_env({"PYTHONPATH": path, RUN_ENV: "1"})
+    """The harness's environment: isolated (kgit/engine/pyenv.py), with the tree's own code on
+    the import path, so that a best-line work tree measures its own kernel even when the project
+    is pip-installed in editable mode from the main tree."""
+    # Then the folder of the kgit that judges: the measuring library the harness imports is
+    # that kgit's, also where it is reachable only through the caller's PYTHONPATH (dropped).
+    home = str(Path(kgit.__file__).resolve().parent.parent)
+    return isolated_env({"PYTHONPATH": os.pathsep.join([str(tree), home]), RUN_ENV: "1"})
 
 
 def measure(
@@ -146,7 +150,8 @@ def read_run(
             hint="the contract: exit 0 when every shape passes, 1 when some shape fails",
             details=tail[-4000:],
         )
-    return Measurement(run.csv, table, result, run.result.seconds, tail, parse_fingerprint(tail))
+    fingerprint = {**parse_fingerprint(tail), **command_facts(campaign.manifest.quick_command)}
+    return Measurement(run.csv, table, result, run.result.seconds, tail, fingerprint)
 
 
 def require_clean(repo: Repo, action: str) -> None:
@@ -169,7 +174,8 @@ def best_values(rounds: list[tuple[str, RoundNote]], line: list[str]) -> dict[st
 
 
 # What must match for two measurements to be compared; clocks are recorded but vary by design.
-FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "hip", "torch", "triton")
+# python_startup: a digest of the interpreter's start-up files (kgit/engine/pyenv.py).
+FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "hip", "torch", "triton", "python_startup")
 
 
 def check_fingerprint(baseline: dict[str, str], now: dict[str, str]) -> None:

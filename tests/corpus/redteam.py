@@ -89,6 +89,7 @@ VALIDATE = "kgit round validate"
 ACCEPT = "kgit round accept"
 COMMIT = "git commit"
 REFUSED = "ROLLED BACK: not accepted"
+OUTSIDE_PATH_VALIDATE = "PYTHONPATH=$PWD/../site kgit -q -c gemm round validate"
 
 ATTEMPTS = [
     Attempt(
@@ -239,6 +240,14 @@ ATTEMPTS = [
         links={"kernel.py": "../kernel_elsewhere.py"},
     ),
     Attempt(
+        "pythonpath-sitecustomize",
+        "a sitecustomize.py outside the repository, on the PYTHONPATH the agent validates with, "
+        "triples what kgit's measuring library reports for a slower kernel",
+        {"../site/sitecustomize.py": f.PATCH_MEASURE, "kernel.py": f.SLOW},
+        Stop(OUTSIDE_PATH_VALIDATE, 0, "aggregate not improved"),
+        steps=(OUTSIDE_PATH_VALIDATE,),
+    ),
+    Attempt(
         "sitecustomize-committed",
         "the same sitecustomize.py committed beside a slower kernel",
         {"kernel.py": f.SLOW, "sitecustomize.py": f.DOUBLE_CSV},
@@ -329,7 +338,8 @@ def _script(attempt: Attempt) -> list[tuple[str, str]]:
     steps = [("kgit round start", f"kgit -q -c {c} round start {shlex.quote(attempt.id)}")]
     for path, text in attempt.files.items():
         op = ">>" if path.startswith(".git/") else ">"
-        steps.append((f"write {path}", f"cat {op} {path} <<'EOF'\n{text}EOF"))
+        folder = f"mkdir -p {shlex.quote(str(Path(path).parent))} && " if "/" in path else ""
+        steps.append((f"write {path}", f"{folder}cat {op} {path} <<'EOF'\n{text}EOF"))
     for path, target in attempt.links.items():
         steps.append((f"link {path}", f"ln -sfn {shlex.quote(target)} {path}"))
     steps.append((COMMIT, f"git add -A && git commit -qm {shlex.quote(attempt.what)}"))

@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.corpus.redteam import ATTEMPTS, VALIDATE, Attempt, Stop, build_template, run_attempt
+from tests.corpus.redteam import (
+    ATTEMPTS,
+    OUTSIDE_PATH_VALIDATE,
+    VALIDATE,
+    Attempt,
+    Stop,
+    build_template,
+    run_attempt,
+)
 
 
 @pytest.fixture(scope="session")
@@ -66,6 +74,7 @@ UNDER_DEFAULT = {
     "control-honest", "lazy-output", "stopped-clock", "slow-clock", "atexit-double",
     "hidden-atexit-double", "hidden-slow-clock", "sitecustomize", "sitecustomize-committed",
     "amend-after-validate", "forged-note", "link-out", "flood-forged-digest",
+    "pythonpath-sitecustomize",
 }  # fmt: skip
 
 
@@ -76,6 +85,7 @@ UNDER_DEFAULT = {
 DEFAULT_STOPS = {
     "hidden-atexit-double": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
     "flood-forged-digest": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
+    "pythonpath-sitecustomize": Stop(OUTSIDE_PATH_VALIDATE, 0, "round-2: ROLLED BACK"),
     "sitecustomize": Stop(VALIDATE, 0, "the candidate is slower"),
 }
 

@@ -1,0 +1,98 @@
+"""The Python environment the gate and the harness run in: isolated from the caller's, and
+fingerprinted where it cannot be isolated.
+
+A caller's `PYTHONPATH` put a `torch.py` shadow ahead of the real torch and let a wrong kernel
+through the gate (+135%); a `sitecustomize.py` or a `.pth` file patched kgit's measuring
+functions and turned a 46% slower kernel into a +42% "gain", with no committed file at all. So
+kgit runs its commands with no `PYTHON*` variable of the caller's and no user site-packages
+(`PYTHONNOUSERSITE`), the harness with only its own tree on `PYTHONPATH`. The interpreter's own
+site-packages cannot be left out (torch lives there), so the files Python runs at start-up from
+there (`*.pth`, `sitecustomize.py`, `usercustomize.py`) are hashed into the environment
+fingerprint: one added or changed between the baseline and a round is an environment change,
+refused like another GPU. The probe runs outside the harness's process, where a kernel cannot
+answer for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from kgit.gitdoor import clean_env
+
+# Kept: they change how Python writes bytecode or buffers output, not what it imports or runs.
+_KEPT = {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONHASHSEED"}
+_STARTUP_FILES = re.compile(r".*\.pth|sitecustomize\.py|usercustomize\.py")
+_PROBE = (
+    "import json, site, sys; "
+    "print(json.dumps({'path': sys.path, 'site': site.getsitepackages() + "
+    "[site.getusersitepackages()], 'executable': sys.executable}))"
+)
+
+
+def isolated_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command kgit runs: the caller's, less git's variables (a hook's),
+    every `PYTHON*` variable that changes what Python imports or runs at start-up, and the user
+    site-packages; EXTRA on top."""
+    env = {k: v for k, v in clean_env().items() if not k.startswith("PYTHON") or k in _KEPT}
+    env["PYTHONNOUSERSITE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def interpreter(command: str) -> str | None:
+    """The Python a shell command starts (its program when that is a python, else the `python3`
+    on PATH), as a path; None when there is none."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_]\w*=.*", w)]
+    program = words[0] if words and Path(words[0]).name.startswith("python") else "python3"
+    path = os.environ.get("PATH")
+    return shutil.which(program, path=path) if "/" not in program else program
+
+
+def python_facts(python: str) -> dict[str, str]:
+    """What PYTHON imports before any code of the harness's: its import path (recorded, not
+    compared: a work tree's path is on it) and a digest of its start-up files (compared). Not
+    cached: a file added between two passes of one kgit process must show (~30 ms a probe)."""
+    try:
+        done = subprocess.run(
+            [python, "-c", _PROBE], env=isolated_env(), capture_output=True, text=True, timeout=60
+        )
+        probe = json.loads(done.stdout)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {"python_startup": "unknown (the interpreter could not be probed)"}
+    # '' (the current folder, for -c) is kgit's, not the harness's: its tree is recorded apart.
+    folders = dict.fromkeys(f for f in [*probe["site"], *probe["path"]] if f)
+    digest = hashlib.sha256()
+    found = 0
+    for folder in folders:
+        for path in _startup_files(Path(folder or ".")):
+            digest.update(f"{path}\0".encode() + path.read_bytes() + b"\0")
+            found += 1
+    return {
+        "python_executable": str(probe["executable"]),
+        "python_path": os.pathsep.join(probe["path"]),
+        "python_startup": f"{found} files, sha256 {digest.hexdigest()[:16]}",
+    }
+
+
+def _startup_files(folder: Path) -> list[Path]:
+    try:
+        entries = sorted(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
+        return []
+    return [p for p in entries if p.is_file() and _STARTUP_FILES.fullmatch(p.name)]
+
+
+def command_facts(command: str) -> dict[str, str]:
+    python = interpreter(command)
+    return python_facts(python) if python else {}
