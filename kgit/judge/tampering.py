@@ -15,7 +15,10 @@ clocks at run time (kgit/measure/timing.py, replaced_clocks).
   read (how a module is reached without importing it);
 - code registered to run at exit (`atexit`): it runs after the harness wrote its CSV;
 - code evaluated at run time (`eval`, `exec`, `compile`, `__import__`): what it does cannot be
-  read from the change, and it is how a scan is dodged (`eval("id")(x)` as a cache key).
+  read from the change, and it is how a scan is dodged (`eval("id")(x)` as a cache key);
+- the call stack inspected (`sys._getframe`, a frame's `f_back`, the `inspect` or `traceback`
+  modules): how a kernel tells a timed call from a checked one, and computes a cheaper, wrong
+  result only when timed (accepted at +229%: the checks around the timing saw the honest path).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ SYS_MODULES = "sys.modules or builtins reached"
 IMPORTS_KGIT = "kgit imported by a kernel"
 AT_EXIT = "code run at exit"
 DYNAMIC_CODE = "code evaluated at run time"
+STACK = "the call stack inspected"
 
 WHY = {
     PATCHED_MODULE: "a kernel runs inside the harness's process: rebinding a library's function "
@@ -38,9 +42,13 @@ WHY = {
     AT_EXIT: "an exit handler runs after the harness wrote its figures, and can rewrite them",
     DYNAMIC_CODE: "what evaluated code does cannot be read from the change (it hides, for "
     "example, an identity-keyed cache or a patched clock from this scan)",
+    STACK: "a kernel that reads who calls it can tell a timed call from a checked one and be "
+    "wrong only when timed; a kernel's result depends on its inputs alone",
 }
 PATTERNS = tuple(WHY)
 _DYNAMIC = {"eval", "exec", "compile", "__import__"}
+_STACK_MODULES = {"inspect", "traceback"}
+_FRAME_ATTRIBUTES = {"_getframe", "_current_frames", "f_back", "tb_frame", "gi_frame", "cr_frame"}
 
 
 def scan(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
@@ -55,6 +63,9 @@ def scan(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
                 found.append((node, IMPORTS_KGIT, "kgit"))
             if "atexit" in names:
                 found.append((node, AT_EXIT, "atexit"))
+            stack = [n for n in names if n.split(".")[0] in _STACK_MODULES]
+            if stack:
+                found.append((node, STACK, stack[0]))
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -63,6 +74,8 @@ def scan(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
                     found.append((node, *hit))
         elif isinstance(node, ast.Subscript | ast.Attribute) and _reads_sys_modules(node):
             found.append((node, SYS_MODULES, "sys.modules"))
+        elif isinstance(node, ast.Attribute) and node.attr in _FRAME_ATTRIBUTES:
+            found.append((node, STACK, _dotted(node)))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in _DYNAMIC:
                 found.append((node, DYNAMIC_CODE, node.func.id))

@@ -33,6 +33,10 @@ BASE = "import time\nimport torch\n\n\ndef matmul(a, b):\n    return a @ b\n"
         ),
         ("import sys\nm = sys.modules.get('time')", tampering.SYS_MODULES, "sys.modules"),
         ("import atexit", tampering.AT_EXIT, "atexit"),
+        ("import sys\ncaller = sys._getframe(1).f_code.co_name", tampering.STACK, "sys._getframe"),
+        ("import inspect", tampering.STACK, "inspect"),
+        ("from traceback import extract_stack", tampering.STACK, "traceback"),
+        ("def who(frame):\n    return frame.f_back", tampering.STACK, "frame.f_back"),
     ],
 )
 def test_a_change_that_tampers_is_found_at_its_line(added: str, pattern: str, subject: str) -> None:
