@@ -175,7 +175,7 @@ def edit(repo: Path, campaign: RealCampaign) -> None:
 
 def _line(text: str, pattern: str) -> str:
     found = re.search(pattern, text, flags=re.M)
-    return found.group(0).strip() if found else ""
+    return found.group(0).strip().removeprefix("- ") if found else ""
 
 
 def play(
