@@ -37,6 +37,7 @@ class RealCampaign:
     op: str
     kernel: str
     test_command: str  # after the python executable
+    gate_config: str  # the file that tells pytest how to run the project's tests
     quick_command: str  # after the python executable
     cpu_shapes: list[dict[str, object]]
     gpu_shapes: list[dict[str, object]]
@@ -54,6 +55,7 @@ SOFTMAX = RealCampaign(
     kernel="src/liger_kernel/ops/softmax.py",
     # A bare pytest: the folder comes from pyproject.toml's testpaths.
     test_command="-m pytest -q",
+    gate_config="pyproject.toml",
     quick_command="benchmark/quick_softmax.py",
     # Rows past 65536 columns take the multi-block kernels, the others the single-block ones.
     cpu_shapes=_rows("softmax", [(8, 1000), (16, 4096), (2, 70000)], "fp32"),
@@ -70,6 +72,7 @@ SWIGLU = RealCampaign(
     kernel="liger_kernel/ops/swiglu.py",
     # The test folder named on the command line (pytest.ini sets no testpaths).
     test_command="-m pytest -q tests",
+    gate_config="pytest.ini",
     quick_command="bench_swiglu.py",
     cpu_shapes=_rows("swiglu", [(4, 512), (8, 2000), (16, 8192)], "fp32"),
     gpu_shapes=_rows("swiglu", [(4096, 11008), (8192, 14336), (16384, 14336)], "bf16"),
@@ -94,6 +97,7 @@ class Played:
     rounds: list[tuple[int, str]] = field(default_factory=list)
     why: str = ""  # the validation's aggregate line
     audit: str = ""  # the baseline's gate audit line
+    frozen: str = ""  # what the baseline froze for the gate, as it said
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -190,6 +194,7 @@ def play(
     player.kgit("init", "init", name, "--manifest", str(path))
     baseline = player.kgit("baseline", "baseline")
     player.played.audit = _line(baseline.stdout, r"^gate audit: .*$")
+    player.played.frozen = _line(baseline.stderr, r"(?<=^kgit: frozen for the gate: ).*$")
     player.kgit("round", "round", "start", campaign.hypothesis)
     edit(repo, campaign)
     committed = player.run("commit (gate)", "git", "commit", "-q", "-a", "-m", campaign.hypothesis)

@@ -20,6 +20,8 @@ from tests.realworld.campaigns import SOFTMAX, SWIGLU, RealCampaign, play
 @pytest.mark.parametrize("campaign", [SOFTMAX, SWIGLU], ids=lambda c: c.folder)
 def test_a_real_kernel_campaign_reaches_a_verdict(tmp_path: Path, campaign: RealCampaign) -> None:
     played = play(campaign, tmp_path, gpu=False)
+    # The gate's folder and pytest's settings were frozen whole: a round cannot loosen them.
+    assert set(played.frozen.split(", ")) >= {"tests", campaign.gate_config}, played
     # The project's own tests gated the baseline, then the gate audit ran them on mutants.
     assert played.audit.startswith("gate audit: "), played
     assert played.rounds[0][0] == 1 and played.rounds[1:] == [(2, played.verdict)], played
