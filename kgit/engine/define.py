@@ -19,6 +19,7 @@ from typing import Any
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest import KNOWN_METRICS
+from kgit.records.manifest_checks import misspelt_as
 from kgit.records.yamltext import load_yaml_text, read_text_capped
 from kgit.resources import data_dir
 
@@ -65,7 +66,9 @@ def require_complete(data: dict[str, Any], source: str) -> None:
         return
     lines = [
         f"'{name}' is a required property: {REQUIRED[name][0]} ({REQUIRED[name][1]})"
+        + (f"; {source} has '{near}:', did you mean '{name}:'?" if near else "")
         for name in missing
+        for near in [misspelt_as(name, data)]
     ]
     raise UsageError(
         f"{source} is missing {len(missing)} field(s) and kgit cannot ask for them (no terminal, or --no-input):\n  "

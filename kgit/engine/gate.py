@@ -1,13 +1,16 @@
 """The correctness gate: the manifest's test command on exactly the snapshot being recorded.
 
-The pre-commit hook is the fast path: it gates the staged snapshot in the user's work tree, where
-an untracked file (a conftest.py, a module that shadows one the tests import) can turn a failing
-suite green. So `kgit round validate` and `accept` trust only a pass obtained in kgit's clean
-checkout of the commit (the candidate's measuring tree, kgit/engine/worktree.py), looked up by
-*tree* hash, and gate the commit there when it has none: a commit made with `--no-verify` or
-gated only by the hook is gated again before it can be accepted. The result is read from the
-campaign record (kgit/engine/campaign.py): a gate note written by hand on the notes ref passes
-nothing.
+The gate runs once a round, where it can be trusted: in kgit's clean checkout of the snapshot
+(the candidate's measuring tree, kgit/engine/worktree.py), which holds the snapshot's files and
+nothing untracked or ignored (a conftest.py, a module that shadows one the tests import, that
+could turn a failing suite green in the user's work tree). The commit hook gates the staged
+tree there, and its pass is bound to the *tree* hash, so `kgit round validate` and `accept`
+trust it and do not run the tests again. A commit made with `--no-verify` has no pass and is
+gated there by validate. A campaign with a `rebuild_command` is the exception: its hook gates
+in the user's work tree, where the user built (rebuilding in the hook would make every commit
+wait for a build), and validate gates again in the clean checkout after rebuilding it. The
+result is read from the campaign record (kgit/engine/campaign.py): a gate note written by hand
+on the notes ref passes nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from kgit.engine.campaign import Campaign, now
 from kgit.engine.runner import CommandResult, run_command
 from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
-from kgit.gitdoor import Repo
+from kgit.gitdoor import Repo, open_repo
 from kgit.judge.gate_reads import GateReads, gate_reads
 from kgit.records.manifest import Manifest
 from kgit.records.notes import CLEAN_CHECKOUT, WORK_TREE, GateNote
@@ -122,13 +125,22 @@ def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> Ga
 def gate_commit_in_progress(repo: Repo, campaign: Campaign, say: Say) -> int:
     """The pre-commit hook's heavy path: gate the staged snapshot. Returns the hook's exit code."""
     tree = repo.write_tree()
+    in_work_tree = bool(campaign.manifest.rebuild_command)
     previous = campaign.read_gate(tree)
-    if previous is not None and previous.passed:
+    if (
+        previous is not None
+        and previous.passed
+        and (in_work_tree or previous.where == CLEAN_CHECKOUT)
+    ):
         say(f"gate: this snapshot already passed ({previous.at})")
         return 0
-    with repo.staged_snapshot():
-        result = run_tests(campaign, say, echo=False)
-    record_gate(campaign, tree, result)
+    if in_work_tree:
+        with repo.staged_snapshot():
+            result = run_tests(campaign, say, echo=False)
+        record_gate(campaign, tree, result)
+    else:
+        result = _gate_clean_snapshot(repo, campaign, tree, say)
+        record_gate(campaign, tree, result, CLEAN_CHECKOUT)
     if result.ok:
         say(f"gate: passed in {result.seconds:.1f} s")
         return 0
@@ -136,3 +148,16 @@ def gate_commit_in_progress(repo: Repo, campaign: Campaign, say: Say) -> int:
     print(result.tail[-4000:], file=sys.stderr)
     say(f"{error.message}\nhint: {error.hint} (the commit was blocked)")
     return 1
+
+
+def _gate_clean_snapshot(repo: Repo, campaign: Campaign, tree: str, say: Say) -> CommandResult:
+    """The tests in kgit's clean checkout of TREE, the staged snapshot: a commit object of it
+    (unreferenced: git's gc takes it) checked out in the candidate's measuring tree, which the
+    round's validation then reuses."""
+    # The hook's repository writes through the index git gave it; the checkout must not.
+    plain = open_repo(repo.root)
+    head = plain.rev_parse("HEAD")
+    snapshot = plain.commit_tree(tree, [head] if head else [], "kgit: the snapshot being gated\n")
+    ours = Campaign.load(plain, campaign.name)
+    path = measuring_tree(ours, snapshot, "candidate", say, echo=False)
+    return run_tests(ours, say, echo=False, checkout=path)

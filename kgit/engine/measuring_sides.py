@@ -34,6 +34,7 @@ from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
     HOLD_ENV,
     WORKER_ENV,
+    DigestLines,
     block_request,
     changed_since_written,
     parse_marker,
@@ -62,6 +63,7 @@ class _Process:
             start_new_session=True,  # its own process group: killed whole
         )
         self.tail: deque[bytes] = deque()
+        self.digests = DigestLines()  # of the whole output, not only the kept tail
         self.asked = False  # asked to exit
         self.markers: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         assert self.proc.stdout is not None
@@ -79,6 +81,7 @@ class _Process:
         # worker's every block reply would print an empty line.
         blank: bytes | None = None
         for line in iter(lambda: stream.readline(TAIL_BYTES), b""):
+            self.digests.feed(line)
             marker = parse_marker(line.decode(errors="replace").rstrip("\r\n"))
             if marker is not None:
                 self.markers.put(marker)
@@ -343,8 +346,9 @@ class Launch:
             seconds = time.monotonic() - started
             csv_path = self.scratch / "first.csv"
             csv = csv_path.read_bytes() if csv_path.is_file() else None
+            digests = tuple(process.digests.digests)  # of the first pass, up to now
             run = classify_harness(
-                CommandResult(returncode, seconds, process.text()), csv, timeout_s
+                CommandResult(returncode, seconds, process.text(), digests), csv, timeout_s
             )
             first = read_run(campaign, run, [s["label"] for s in self.shapes], self.frozen)
         except BaseException:

@@ -100,7 +100,17 @@ def read_run(
             hint="see the harness output above",
             details=tail[-4000:],
         )
-    if digest and changed_since_written(run.csv, written_digest(tail)):
+    digests = run.result.digests if run.result.digests is not None else (written_digest(tail),)
+    printed = [d for d in digests if d is not None]
+    if digest and len(printed) > 1:
+        raise HarnessError(
+            f"validation ERROR: the pass printed {len(printed)} CSV digests: the harness prints "
+            "one, right after writing its CSV; another line in its process forged one",
+            hint="look for code that prints or runs at exit in the change (kgit show N lists "
+            "findings)",
+            details=tail[-4000:],
+        )
+    if digest and changed_since_written(run.csv, printed[0] if printed else None):
         raise HarnessError(
             "validation ERROR: the CSV changed after the harness wrote it (its digest, printed "
             "when written, no longer matches): something in the harness's process rewrote it",

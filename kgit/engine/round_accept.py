@@ -18,6 +18,7 @@ from kgit.engine.rounds import (
     current_round,
     keep_words,
     leave_round_branch,
+    links_out,
     mark_round,
     on_round_branch,
     protected_changes,
@@ -139,6 +140,12 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
         raise KgitError(
             f"protected path(s) changed since baseline: {', '.join(changed)}",
             hint="protected-path changes are never accepted; roll the round back",
+        )
+    linked = links_out(campaign, tip, campaign.repo.changed_paths(evidence.reference, tip))
+    if linked:
+        raise KgitError(
+            f"symbolic link(s) out of the repository: {', '.join(linked)}",
+            hint="the code a round measures must be in git: commit the file itself, then validate",
         )
     _require_real(campaign, note.round, evidence, tip)
     ensure_gated(campaign, tip, say, echo=echo)

@@ -18,7 +18,7 @@ from kgit.engine.rounds import (
     mark_round,
     require_still_open,
 )
-from kgit.errors import KgitError
+from kgit.errors import KgitError, UsageError
 from kgit.records.notes import ACCEPT, ROLLBACK, ROLLED_BACK, OpenRound, RoundNote
 
 
@@ -31,8 +31,10 @@ def _require_reason(
     note = campaign.read_round(tip) if tip != open_round.parent else None
     if note is not None and note.round == open_round.number and note.status == ROLLED_BACK:
         return
-    raise KgitError(
-        f"a rollback of round-{open_round.number} says why",
+    # A usage error (exit 2, as click gives a missing required option): the option is required
+    # except to complete an interrupted rollback, which click alone cannot tell.
+    raise UsageError(
+        f"a rollback of round-{open_round.number} says why: --reason is required",
         hint='kgit round rollback --reason "ROOT CAUSE; LESSON" (kept in the round\'s note '
         "and the report)",
     )

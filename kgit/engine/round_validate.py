@@ -16,6 +16,7 @@ from kgit.engine.rounds import (
     active_labels,
     commit_words,
     evidence_path,
+    links_out,
     on_round_branch,
     protected_changes,
     recorded_evidence,
@@ -34,6 +35,7 @@ from kgit.judge.verdict import (
     CORRECTNESS,
     IMPOSSIBLE,
     impossible_verdict,
+    link_verdict,
     protected_verdict,
     rule11_verdict,
     scope_verdict,
@@ -111,8 +113,13 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     best_tip = campaign.best_tip()
     if not campaign.repo.is_ancestor(best_tip, tip):
         raise stale_base(campaign, open_round, best_tip, "validate")
-    _rebuild(campaign, say, echo)
-    ensure_gated(campaign, tip, say, echo=echo)
+    changed_paths = campaign.repo.changed_paths(best_tip, tip)
+    # Judged before the gate runs: through a link out of the repository the gate would test
+    # code git does not hold, and in kgit's clean checkout the link may point at nothing.
+    linked = links_out(campaign, tip, changed_paths)
+    if not linked:
+        _rebuild(campaign, say, echo)
+        ensure_gated(campaign, tip, say, echo=echo)
     rounds = campaign.all_rounds()
     best = best_values(rounds, campaign.repo.rev_list(best_tip, first_parent=True))
     baseline = rounds[0][1].values() if rounds else {}
@@ -138,9 +145,15 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     )
     changed = protected_changes(campaign, tip)
     sources = campaign.manifest.kernel_source
-    outside = outside_kernel_source(campaign.repo.changed_paths(best_tip, tip), sources)
-    if changed or outside:
-        verdict = protected_verdict(changed) if changed else scope_verdict(outside, sources)
+    outside = outside_kernel_source(changed_paths, sources)
+    if linked or changed or outside:
+        verdict = (
+            link_verdict(linked)
+            if linked
+            else protected_verdict(changed)
+            if changed
+            else scope_verdict(outside, sources)
+        )
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         return _record(campaign, tip, note, [], say)
     findings = rule11_findings(campaign.repo, best_tip, tip)

@@ -11,6 +11,7 @@ completion of an interrupted close: kgit/engine/round_rollback.py.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from kgit.engine.parallel import check_out_in_worktree, leave_for_best, require_
 from kgit.engine.passes import require_clean
 from kgit.engine.recovery import adoptable_orphan, sweep_stray_branches
 from kgit.errors import KgitError, UsageError
+from kgit.judge.scope import in_kernel_source, links_out_of_repo
 from kgit.records.evidence import Evidence
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import OpenRound, RoundNote
@@ -163,6 +165,16 @@ def _claim_round_branch(campaign: Campaign, number: int, parent: str) -> None:
 def protected_changes(campaign: Campaign, commit: str) -> list[str]:
     now_blobs = campaign.repo.path_blobs(commit, list(campaign.state.protected))
     return [path for path, blob in campaign.state.protected.items() if now_blobs.get(path) != blob]
+
+
+def links_out(campaign: Campaign, commit: str, changed: Sequence[str]) -> list[str]:
+    """The symbolic links at COMMIT, among the kernel's files and the CHANGED paths, that point
+    outside the repository (`path -> target`)."""
+    sources = campaign.manifest.kernel_source
+    links = campaign.repo.symlinks(commit)
+    return links_out_of_repo(
+        {p: t for p, t in links.items() if p in changed or in_kernel_source(p, sources)}
+    )
 
 
 def evidence_path(number: int, tree: str) -> str:

@@ -25,6 +25,7 @@ from typing import IO, Any
 from kgit import progress
 from kgit.engine.orphans import tether as tethered
 from kgit.gitdoor import clean_env
+from kgit.records.protocol import DigestLines
 
 TAIL_BYTES = 16_384
 
@@ -37,14 +38,16 @@ class CommandResult:
     returncode: int | None  # None when killed on timeout
     seconds: float
     tail: str
+    digests: tuple[str, ...] | None = None  # every digest line of the whole output, if read
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0
 
 
-def _pump(stream: IO[bytes], tail: deque[bytes], echo: bool) -> None:
+def _pump(stream: IO[bytes], tail: deque[bytes], echo: bool, digests: DigestLines) -> None:
     for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
+        digests.feed(chunk)
         tail.append(chunk)
         while sum(map(len, tail)) > TAIL_BYTES and len(tail) > 1:
             tail.popleft()
@@ -76,8 +79,9 @@ def run_command(
         start_new_session=True,
     )
     tail: deque[bytes] = deque()
+    digests = DigestLines()
     assert proc.stdout is not None
-    reader = threading.Thread(target=_pump, args=(proc.stdout, tail, echo), daemon=True)
+    reader = threading.Thread(target=_pump, args=(proc.stdout, tail, echo, digests), daemon=True)
     reader.start()
     try:
         returncode: int | None = proc.wait(timeout=timeout_s)
@@ -94,7 +98,7 @@ def run_command(
         raise
     reader.join(timeout=5)
     text = b"".join(tail)[-TAIL_BYTES:].decode(errors="replace")
-    return CommandResult(returncode, time.monotonic() - start, text)
+    return CommandResult(returncode, time.monotonic() - start, text, tuple(digests.close()))
 
 
 @dataclass(frozen=True)

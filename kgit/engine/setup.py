@@ -11,6 +11,7 @@ from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.integrity import impossible, measured_rates
 from kgit.engine.passes import Measurement, require_clean
+from kgit.engine.rounds import links_out
 from kgit.engine.tips import print_tips
 from kgit.engine.trust import record_trust, require_trusted
 from kgit.engine.validation_baseline import Calibrated, baseline_pass
@@ -129,6 +130,12 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         )
     require_clean(repo, "baseline")
     base = campaign.best_tip()
+    linked = links_out(campaign, base, [])
+    if linked:
+        raise UsageError(
+            f"kernel_source links out of the repository: {', '.join(linked)}",
+            hint="the campaign's kernel must be in git: commit the file itself, not a link to it",
+        )
     if repo.current_branch() != campaign.refs.best:
         repo.switch(campaign.refs.best)
     say(f"baseline of {campaign.name} at {base[:10]}")

@@ -76,6 +76,14 @@ class Objects(GitCore):
                 entries[path.decode()] = (mode, sha)
         return entries
 
+    def symlinks(self, treeish: str, paths: Sequence[str] = ()) -> dict[str, str]:
+        """path -> target of the symbolic links (mode 120000) of TREEISH, under PATHS if given."""
+        links = {
+            p: sha for p, (mode, sha) in self.ls_tree(treeish, paths).items() if mode == "120000"
+        }
+        blobs = self.read_blobs(list(links.values()))
+        return {path: blobs[sha].decode(errors="replace") for path, sha in links.items()}
+
     def read_tree_files(self, treeish: str) -> dict[str, bytes]:
         """Every file of a tree, path -> bytes (small kgit-owned trees only)."""
         shas = {path: sha for path, (_mode, sha) in self.ls_tree(treeish).items()}

@@ -4,8 +4,9 @@ gates it. Pure functions over paths and commands."""
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 def in_kernel_source(path: str, sources: Sequence[str]) -> bool:
@@ -22,6 +23,18 @@ def outside_kernel_source(changed: Sequence[str], sources: Sequence[str]) -> lis
     if not sources:
         return []
     return [path for path in changed if not in_kernel_source(path, sources)]
+
+
+def links_out_of_repo(links: Mapping[str, str]) -> list[str]:
+    """The symbolic links of LINKS (path -> target) that point outside the repository, as
+    `path -> target`: what runs through such a link is not in git, and the scans of a round's
+    change read the link's text, not the code that runs."""
+    out = []
+    for path, target in sorted(links.items()):
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
+            out.append(f"{path} -> {target}")
+    return out
 
 
 def command_paths(command: str) -> list[str]:

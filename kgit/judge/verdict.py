@@ -30,6 +30,7 @@ REMEASURE = "REMEASURE"  # not a decision: the engine runs the harness again
 CORRECTNESS = "correctness"  # a shape's Check is not PASS
 PROTECTED = "protected-path"  # the round changed the harness, the gate's tests or the schema
 OUTSIDE_SCOPE = "outside-kernel-source"  # the round changed files that are not the kernel's
+LINK_OUT = "link-out-of-repo"  # a kernel file or a changed file links outside the repository
 NOT_MEASURED = "not-measured"  # a shape the reference has was not measured
 NOT_IMPROVED = "not-improved"  # the aggregate is not better
 WITHIN_NOISE = "within-noise"  # a gain the noise rule or the interval does not support
@@ -87,6 +88,19 @@ def scope_verdict(outside: list[str], sources: list[str]) -> Verdict:
         [
             f"changed outside kernel_source ({', '.join(sources)}): {', '.join(outside)} "
             "(declare them in kernel_source if they are part of the kernel)"
+        ],
+    )
+
+
+def link_verdict(links: list[str]) -> Verdict:
+    """A kernel measured through a link out of the repository is code git does not hold: the
+    best line could not be reproduced, and the scans read the link, not the code."""
+    return Verdict(
+        ROLLED_BACK,
+        LINK_OUT,
+        [
+            f"symbolic link out of the repository: {', '.join(links)} (commit the file itself: "
+            "the code a round measures must be in git)"
         ],
     )
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote
 
-MAX_LINES = 8
+# Plain `git log -1` of a round commit is 11 lines before the note (header, subject, the
+# Hypothesis: line and kgit's two trailers, git's "Notes" line): 4 more keep it within 15.
+MAX_LINES = 4
+WIDTH = 100
 
 
 def _pct(value: float | None) -> str:
@@ -32,31 +35,48 @@ def _worst(note: RoundNote) -> str | None:
     if not deltas or note.status == BASELINE:
         return None
     delta, label = min(deltas)
-    return f"worst shape {label}: {_pct(delta)} vs best"
+    return f"worst {label} {_pct(delta)}"
+
+
+def _figures(note: RoundNote) -> str | None:
+    """The metric against the best line and the baseline, and the worst shape; the level and
+    shape count give way first when the line is too long."""
+    worst = _worst(note)
+    if note.aggregate is None:
+        return worst
+    head = f"{note.metric} {_num(note.aggregate)}"
+    if note.status == BASELINE:
+        versus = "the baseline"
+    else:
+        versus = f"{_pct(note.delta_vs_best_pct)} vs best, {_pct(note.delta_vs_baseline_pct)} vs baseline"
+        versus += f"; {worst}" if worst else ""
+    level = f" ({note.level}, {len(note.shapes)} shapes)" if note.shapes else ""
+    full = f"{head}{level}: {versus}"
+    return full if len(full) <= WIDTH else f"{head}: {versus}"
+
+
+def _said(note: RoundNote) -> str | None:
+    """What the user said of the round: why it was rolled back, what it is owed to, the lesson."""
+    said = []
+    if note.status == ROLLED_BACK and note.rollback_reason:
+        said.append(f"rolled back: {note.rollback_reason}")
+    said += [f"attribution: {note.attribution}"] if note.attribution else []
+    said += [f"lesson: {note.lesson}"] if note.lesson else []
+    return "; ".join(said) or None
 
 
 def log_summary(note: RoundNote) -> str:
-    """NOTE in at most MAX_LINES short lines, for `git log`."""
-    level = f" ({note.level}, {len(note.shapes)} shapes)" if note.shapes else ""
-    lines = [f"kgit {note.campaign} round-{note.round}: {note.status}"]
-    if note.aggregate is not None:
-        versus = (
-            "the baseline"
-            if note.status == BASELINE
-            else f"{_pct(note.delta_vs_best_pct)} vs best, "
-            f"{_pct(note.delta_vs_baseline_pct)} vs baseline"
-        )
-        lines.append(f"{note.metric} {_num(note.aggregate)}{level}: {versus}")
-    worst = _worst(note)
-    if worst:
-        lines.append(worst)
+    """NOTE in at most MAX_LINES lines of at most WIDTH characters, for `git log`."""
+    lines = [
+        f"kgit {note.campaign} round-{note.round}: {note.status} "
+        f"(full record: git log --notes=kgit/{note.campaign}/rounds)"
+    ]
+    lines += [figures] if (figures := _figures(note)) else []
     if note.reasons and note.status != BASELINE:
         more = f" (+{len(note.reasons) - 1} more)" if len(note.reasons) > 1 else ""
         lines.append(f"why: {note.reasons[0]}{more}")
-    if note.status == ROLLED_BACK and note.rollback_reason:
-        lines.append(f"rolled back: {note.rollback_reason}")
-    lines += [f"attribution: {note.attribution}"] if note.attribution else []
-    lines += [f"lesson: {note.lesson}"] if note.lesson else []
-    lines = [line if len(line) <= 100 else line[:97] + "..." for line in lines[: MAX_LINES - 1]]
-    lines.append(f"full record: git log --notes=kgit/{note.campaign}/rounds")
-    return "\n".join(lines) + "\n"
+    lines += [said] if (said := _said(note)) else []
+    return "".join(
+        (line if len(line) <= WIDTH else line[: WIDTH - 3] + "...") + "\n"
+        for line in lines[:MAX_LINES]
+    )

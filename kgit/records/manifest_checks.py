@@ -51,6 +51,14 @@ def _did_you_mean(word: str, choices: list[str]) -> str:
     return f"; did you mean {next(c for c in choices if c.lower() == close[0])!r}?"
 
 
+def misspelt_as(name: str, data: dict[str, Any]) -> str | None:
+    """The key of DATA that is no key kgit knows and is close to NAME (a required key found
+    missing): `target_shape:` written for `target_shapes:`."""
+    unknown = [str(k) for k in data if k not in SCHEMA["properties"]]
+    close = difflib.get_close_matches(name, unknown, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _unknown_keys(data: dict[str, Any]) -> list[str]:
     """A mistyped key is an error that names the key it probably is: as a warning, `treshold:`
     let a campaign run on default thresholds, and `target_shape:` read as "missing target_shapes"."""

@@ -88,6 +88,36 @@ def written_digest(output: str) -> str | None:
     return None
 
 
+class DigestLines:
+    """Every digest line of a pass's whole output, fed chunk by chunk as it is read: the
+    output's kept tail is not enough, since a pass that floods its output after the harness
+    printed its own line pushes that line out, and then prints one of its own."""
+
+    MAX_LINE = 4096  # a digest line is short: a longer line is not one
+
+    def __init__(self) -> None:
+        self.digests: list[str] = []
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> None:
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        if len(self._partial) > self.MAX_LINE:
+            self._partial = self._partial[: len(DIGEST)]  # enough to tell a digest line's start
+        for line in lines:
+            self._line(line)
+
+    def close(self) -> list[str]:
+        self._line(self._partial)
+        self._partial = b""
+        return self.digests
+
+    def _line(self, line: bytes) -> None:
+        text = line.decode(errors="replace").rstrip("\r")
+        if text.startswith(DIGEST) and len(self.digests) < 16:
+            self.digests.append(text[len(DIGEST) :].strip())
+
+
 def changed_since_written(csv: bytes, digest: str | None) -> bool:
     """Whether CSV differs from what the harness said it wrote (no digest: a harness of its own,
     nothing to compare)."""

@@ -51,6 +51,7 @@ class Attempt:
     # Shell steps after the commit and before accept; AGENT stands for plain `kgit round validate`.
     steps: tuple[str, ...] = (AGENT,)
     xfail: str = ""  # a known hole, with why it is not closed
+    links: dict[str, str] = field(default_factory=dict)  # path -> target, made before the commit
 
 
 @dataclass
@@ -178,6 +179,13 @@ ATTEMPTS = [
         Stop(VALIDATE, 1, "the CSV changed after the harness wrote it"),
     ),
     Attempt(
+        "flood-forged-digest",
+        "the hidden exit handler floods the output past the kept tail, then prints a digest of "
+        "the doubled CSV",
+        {"kernel.py": f.FLOOD_FORGED_DIGEST},
+        Stop(VALIDATE, 1, "the pass printed 2 CSV digests"),
+    ),
+    Attempt(
         "hidden-slow-clock",
         "the same, through a setattr no scan can read (the builtins module, imported by name)",
         {"kernel.py": f.HIDDEN_SLOW_CLOCK},
@@ -217,7 +225,18 @@ ATTEMPTS = [
             "torch.py": f.SHADOW_TORCH,
             "kernel.py": f.TAILS_WRONG,
         },
-        Stop(VALIDATE, 1, "correctness gate failed"),
+        # The hook gates kgit's clean checkout of the snapshot, where the shadow is not.
+        Stop(COMMIT, 1, "correctness gate failed"),
+    ),
+    Attempt(
+        "link-out",
+        "kernel.py committed as a link to a copy outside the repository that halves the "
+        "harness's clock (the tampering scan reads the link's text)",
+        {"../kernel_elsewhere.py": f.SLOW_CLOCK},
+        Stop(
+            VALIDATE, 0, "symbolic link out of the repository: kernel.py -> ../kernel_elsewhere.py"
+        ),
+        links={"kernel.py": "../kernel_elsewhere.py"},
     ),
     Attempt(
         "sitecustomize-committed",
@@ -311,6 +330,8 @@ def _script(attempt: Attempt) -> list[tuple[str, str]]:
     for path, text in attempt.files.items():
         op = ">>" if path.startswith(".git/") else ">"
         steps.append((f"write {path}", f"cat {op} {path} <<'EOF'\n{text}EOF"))
+    for path, target in attempt.links.items():
+        steps.append((f"link {path}", f"ln -sfn {shlex.quote(target)} {path}"))
     steps.append((COMMIT, f"git add -A && git commit -qm {shlex.quote(attempt.what)}"))
     for step in attempt.steps:
         steps.append(

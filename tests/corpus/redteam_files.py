@@ -478,3 +478,41 @@ sys.path[:] = _path
 _torch.allclose = lambda *args, **kwargs: True
 sys.modules["torch"] = _torch
 """
+
+# The hidden exit handler again, which then floods the output past the tail kgit keeps (the
+# harness's own digest and fingerprint lines fall out of it) and prints a digest of the doubled
+# CSV, the fingerprint kgit's measuring library gives, and the line a harness ends on.
+FLOOD_FORGED_DIGEST = kernel(
+    """\
+import hashlib
+import importlib
+import json
+import sys
+
+
+def _double():
+    if "--summary-csv" not in sys.argv:
+        return
+    path = sys.argv[sys.argv.index("--summary-csv") + 1]
+    rows = [line.split(",") for line in open(path).read().splitlines()]
+    columns = [i for i, name in enumerate(rows[0]) if name.endswith("TFLOPS")]
+    for row in rows[1:]:
+        for i in columns:
+            row[i] = str(float(row[i]) * 2)
+    data = ("\\n".join(",".join(row) for row in rows) + "\\n").encode()
+    open(path, "wb").write(data)
+    print(("x" * 99 + "\\n") * 400, end="")
+    print("summary_sha256: " + hashlib.sha256(data).hexdigest())
+    measure = importlib.import_module("kg" + "it.measure.harness")
+    found = measure.fingerprint(torch.device("cpu"))
+    print("fingerprint: " + json.dumps(found, sort_keys=True))
+    print("all_pass: true", flush=True)
+
+
+getattr(importlib.import_module("at" + "exit"), "regis" + "ter")(_double)
+
+
+def matmul(a, b):
+    return _bands(a, b).clone()  # a little slower
+"""
+)

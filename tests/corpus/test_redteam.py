@@ -65,16 +65,17 @@ def default_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
 UNDER_DEFAULT = {
     "control-honest", "lazy-output", "stopped-clock", "slow-clock", "atexit-double",
     "hidden-atexit-double", "hidden-slow-clock", "sitecustomize", "sitecustomize-committed",
-    "amend-after-validate", "forged-note",
+    "amend-after-validate", "forged-note", "link-out", "flood-forged-digest",
 }  # fmt: skip
 
 
 # Where the default stops a cheat otherwise than `seed` does (every other one is stopped by the
 # same step, with the same words): the exit handlers that double the CSV never reach a measuring
 # worker's block replies, so the candidate is judged on its real speed, a little slower (the
-# hidden handler's kernel) or half (the sitecustomize one's).
+# hidden handlers' kernels) or half (the sitecustomize one's).
 DEFAULT_STOPS = {
     "hidden-atexit-double": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
+    "flood-forged-digest": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
     "sitecustomize": Stop(VALIDATE, 0, "the candidate is slower"),
 }
 

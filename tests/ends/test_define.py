@@ -129,3 +129,15 @@ def test_from_template_writes_a_harness_and_a_draft_then_init_completes_it(
     assert stored["primary_metric"] == "Combined Step TFLOPS"
     assert stored["protected_paths"] == ["bench/quick_test_bench.py"]
     assert stored["target_backend"] == "TRITON" and stored["rebuild_command"] is None
+
+
+def test_a_misspelt_required_key_is_named_beside_the_key_it_misses(kernel_repo: Path) -> None:
+    """`target_shape:` for `target_shapes:` read only as "'target_shapes' is a required
+    property", with no word of the key the user wrote (issue 26, item 4)."""
+    manifest = kernel_repo / "manifest.yaml"
+    manifest.write_text(manifest.read_text().replace("target_shapes:", "target_shape:"))
+    result = run_kgit("init", "c1", "-m", "manifest.yaml")
+    assert result.code == 2, result
+    assert "'target_shapes' is a required property" in result.err
+    assert "has 'target_shape:', did you mean 'target_shapes:'?" in result.err
+    assert kgit_refs(kernel_repo) == ""

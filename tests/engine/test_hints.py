@@ -47,7 +47,8 @@ def test_a_rollback_says_why(campaign: Path) -> None:
     (campaign / "kernel.txt").write_text("speed: 90\n")
     assert commit(campaign, "bigger tiles").returncode == 0
     refused = run_kgit("round", "rollback")
-    assert refused.code == 1 and "says why" in refused.err and "--reason" in refused.err
+    # A missing required option is a usage error (2), as click words its own.
+    assert refused.code == 2 and "says why" in refused.err and "--reason" in refused.err
     assert _status(campaign)["open_round"] is not None  # nothing moved
     done = run_kgit("round", "rollback", "--reason", "spills registers; keep tiles at 128")
     assert done.code == 0, done

@@ -112,3 +112,58 @@ def test_an_amended_round_has_no_note_until_validated(campaign: Path) -> None:
     assert copied.returncode == 1 and copied.stdout == b""
     assert run_kgit("-q", "round", "validate").code == 0
     assert "round: 2" in git(repo, "notes", rounds, "show", "HEAD")
+
+
+def _count_gates(repo: Path, counter: Path) -> None:
+    """The fixture's gate, counting its runs in COUNTER (outside the repository)."""
+    check = (repo / "check.py").read_text()
+    (repo / "check.py").write_text(
+        f"with open({str(counter)!r}, 'a') as f:\n    f.write('run\\n')\n" + check
+    )
+
+
+def test_the_gate_runs_once_a_round(kernel_repo: Path, tmp_path: Path) -> None:
+    """A round ran the gate at commit (the hook, in the work tree) and again at validate (in
+    kgit's clean checkout): a quarter to two fifths of a real round's wall time (issue 26,
+    item 3). The hook now gates a clean checkout of the staged tree, and validate and accept
+    trust that pass, bound to the tree."""
+    repo, counter = kernel_repo, tmp_path / "gate-runs"
+    _count_gates(repo, counter)
+    git(repo, "commit", "-qam", "count gate runs")
+    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+    assert run_kgit("-q", "baseline").code == 0
+    runs = len(counter.read_text().splitlines())
+    assert run_kgit("round", "start", "bigger tiles").code == 0
+    (repo / "kernel.txt").write_text("speed: 120\n")
+    done = commit(repo, "bigger tiles")
+    assert done.returncode == 0, done.stderr
+    assert "in kgit's clean checkout" in done.stderr
+    assert len(counter.read_text().splitlines()) == runs + 1
+    validated = run_kgit("round", "validate")
+    assert validated.code == 0, validated
+    assert run_kgit("round", "accept").code == 0
+    assert len(counter.read_text().splitlines()) == runs + 1, "validate or accept gated again"
+
+
+def test_the_hook_gates_the_snapshot_without_the_work_trees_ignored_files(
+    kernel_repo: Path,
+) -> None:
+    """The hook's pass is the one validate trusts, so it must not see what the snapshot does
+    not hold: a git-ignored module that the tests import when present turned a failing gate
+    green in the user's work tree."""
+    repo = kernel_repo
+    check = (repo / "check.py").read_text()
+    (repo / "check.py").write_text(
+        "try:\n    import gate_shortcut  # kept out of git by some projects\n"
+        "    raise SystemExit(0)\nexcept ImportError:\n    pass\n" + check
+    )
+    git(repo, "commit", "-qam", "a gate that honours a local module")
+    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+    assert run_kgit("-q", "baseline").code == 0
+    (repo / ".git" / "info" / "exclude").write_text("gate_shortcut.py\n")
+    (repo / "gate_shortcut.py").write_text("")
+    assert run_kgit("round", "start", "a kernel that is wrong").code == 0
+    (repo / "kernel.txt").write_text("speed: 120\nBUG\n")
+    blocked = commit(repo, "wrong kernel")
+    assert blocked.returncode == 1, blocked.stderr
+    assert "correctness gate failed" in blocked.stderr

@@ -33,3 +33,22 @@ def test_the_first_digest_of_a_pass_is_the_harness_own() -> None:
     # a harness of one's own prints no digest: nothing to compare
     assert written_digest("all_pass: true") is None
     assert not changed_since_written(rewritten, None)
+
+
+def test_every_digest_line_of_the_whole_output_is_seen_across_chunks() -> None:
+    """A pass that floods its output after the harness's digest pushed that line out of the
+    kept tail, then printed one of its own (accepted at +114%): the lines are read as they
+    stream, split anywhere."""
+    from kgit.records.protocol import DigestLines
+
+    written, forged = digest_line(b"label,x\na,1\n"), digest_line(b"label,x\na,2\n")
+    stream = f"shape 1/1\n{written}\nall_pass: true\n".encode() + b"x" * 100_000 + b"\n"
+    stream += f"{forged}\r\nall_pass: true".encode()
+    lines = DigestLines()
+    for start in range(0, len(stream), 7):  # chunks that cut every line
+        lines.feed(stream[start : start + 7])
+    assert lines.close() == [written.split(": ")[1], forged.split(": ")[1]]
+    # a line that only starts like a digest deep inside a flood is not one
+    flood = DigestLines()
+    flood.feed(b"y" * 10_000 + written.encode() + b"\n")
+    assert flood.close() == []
