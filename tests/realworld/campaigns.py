@@ -139,6 +139,9 @@ class Player:
 def project_repo(campaign: RealCampaign, where: Path, player: Player) -> None:
     shutil.copytree(PROJECTS / campaign.folder, where, ignore=shutil.ignore_patterns("__pycache__"))
     player.run("repo", "git", "init", "-q")
+    # An identity of its own, as kgit demo's: a fresh GPU machine may have none configured.
+    player.run("repo", "git", "config", "user.name", "kgit realworld")
+    player.run("repo", "git", "config", "user.email", "realworld@kgit.invalid")
     player.run("repo", "git", "add", ".")
     player.run("repo", "git", "commit", "-q", "-m", f"vendored {campaign.op} kernel and tests")
 
