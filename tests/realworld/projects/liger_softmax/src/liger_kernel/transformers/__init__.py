@@ -1,0 +1,2 @@
+# Vendored subset (kgit test fixture): upstream's transformers/__init__.py imports the model
+# patches (and with them HuggingFace transformers); only the softmax module is vendored here.
