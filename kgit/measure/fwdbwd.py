@@ -108,17 +108,25 @@ def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: fl
 
 
 def time_backward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
-    """Backward time: each timed call runs `out.backward(grad_out)` on its own forward graph.
-    NaN in a block whose verdict reads no backward column."""
+    """Backward time: each timed call runs the backward of its own forward graph, through
+    `torch.autograd.grad` (gradients returned, never accumulated into `.grad`). NaN in a block
+    whose verdict reads no backward column.
+
+    `out.backward()` stored the gradients in the inputs' `.grad`; a kernel whose backward
+    writes them into its saved inputs and returns those (Liger-Kernel's SwiGLU) made `.grad`
+    alias the inputs' own storage, and the warm-up's next backward of the same graph, adding
+    into it in place, raised in autograd: every shape FAILed at baseline."""
     if passes_over("Backward"):
         return Timing.passed_over()
 
-    def make() -> tuple[torch.Tensor, torch.Tensor]:
-        out = op(*_leaves(make_inputs()))
-        return out, torch.randn_like(out)
+    def make() -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        leaves = _leaves(make_inputs())
+        out = op(*leaves)
+        return out, torch.randn_like(out), leaves
 
-    def backward(pair: tuple[torch.Tensor, torch.Tensor]) -> None:
+    def backward(unit: tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]) -> None:
+        out, grad_out, leaves = unit
         # retain_graph lets the warm-up replay the same graph; timed calls each have their own.
-        pair[0].backward(pair[1], retain_graph=True)
+        torch.autograd.grad(out, leaves, grad_out, retain_graph=True, allow_unused=True)
 
     return time_fn(make, backward, repeats=repeats, warmup_ms=warmup_ms)

@@ -21,16 +21,15 @@ from liger_kernel.transformers.functional import liger_swiglu
 from kgit.measure.correctness import snr_threshold_db
 from kgit.measure.flops import gbps
 from kgit.measure.fwdbwd import (
-    MakeInputs,
     forward_backward_snr,
     rate,
+    time_backward,
     time_forward,
     wrong_after_timing,
 )
 from kgit.measure.harness import Settings, run_harness
 from kgit.measure.report import Row, fail_row
 from kgit.measure.shapes import Shape, dtype_of
-from kgit.measure.timing import Timing, passes_over, time_fn
 from kgit.records.schema import PASS
 
 COLUMNS = (
@@ -59,27 +58,6 @@ def bytes_moved(m: int, n: int, size: int) -> tuple[int, int]:
     return 3 * m * n * size, 5 * m * n * size
 
 
-def time_backward(make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
-    """kgit.measure's time_backward, but through torch.autograd.grad. Liger's backward writes
-    da and db into the saved a and b (views of the inputs) and returns them: `out.backward`
-    then makes the inputs' .grad alias their own storage, and the warm-up's second backward of
-    the same graph accumulates into it in place, which autograd refuses ("A view was created
-    in no_grad mode and its base or another view of its base has been modified inplace")."""
-    if passes_over("Backward"):
-        return Timing.passed_over()
-
-    def make() -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-        leaves = [x.requires_grad_(True) for x in make_inputs()]
-        out = liger_swiglu(*leaves)
-        return out, torch.randn_like(out), leaves
-
-    def backward(unit: tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]) -> None:
-        out, grad_out, leaves = unit
-        torch.autograd.grad(out, leaves, grad_out, retain_graph=True)
-
-    return time_fn(make, backward, repeats=repeats, warmup_ms=warmup_ms)
-
-
 def default_shapes(device: torch.device) -> list[Shape]:
     if device.type == "cuda":  # tokens x intermediate size of Llama-class MLPs
         sizes = [(4096, 11008), (8192, 14336), (16384, 14336), (4096, 28672)]
@@ -105,7 +83,7 @@ def bench_one_shape(shape: Shape, settings: Settings) -> Row:
         return {**fail_row(COLUMNS, shape), **row}
     fwd_bytes, bwd_bytes = bytes_moved(m, n, dtype.itemsize)
     fwd = time_forward(liger_swiglu, make_inputs, repeats=repeats, warmup_ms=warmup_ms)
-    bwd = time_backward(make_inputs, repeats=repeats, warmup_ms=warmup_ms)
+    bwd = time_backward(liger_swiglu, make_inputs, repeats=repeats, warmup_ms=warmup_ms)
     late = wrong_after_timing(liger_swiglu, reference, make_inputs(), snr_threshold_db(dtype))
     if late is not None:
         return {**fail_row(COLUMNS, shape), **row, "out_snr": late}
