@@ -159,7 +159,8 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     if len(inactive) == len(manifest.target_shapes):
         raise KgitError(
             "every target shape FAILed at baseline",
-            hint="fix correctness before a campaign",
+            hint="a shape FAILs when its check fails or when the harness raised on it (its "
+            "timing included): the harness's output below says which; fix that before a campaign",
             details=run.tail,
         )
     if inactive:
