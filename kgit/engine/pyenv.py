@@ -59,10 +59,18 @@ def interpreter(command: str) -> str | None:
     return shutil.which(program, path=path) if "/" not in program else program
 
 
+# python -> (the start-up state it was probed in, its facts, the folders probed). A validation
+# reads a measurement per block, hundreds of them: the probe (a process, ~30 ms) runs again
+# only when a probed folder or a start-up file in it changed (added, removed, rewritten).
+_probed: dict[str, tuple[tuple[object, ...], dict[str, str], list[str]]] = {}
+
+
 def python_facts(python: str) -> dict[str, str]:
     """What PYTHON imports before any code of the harness's: its import path (recorded, not
-    compared: a work tree's path is on it) and a digest of its start-up files (compared). Not
-    cached: a file added between two passes of one kgit process must show (~30 ms a probe)."""
+    compared: a work tree's path is on it) and a digest of its start-up files (compared)."""
+    cached = _probed.get(python)
+    if cached is not None and _state(cached[2]) == cached[0]:
+        return cached[1]
     try:
         done = subprocess.run(
             [python, "-c", _PROBE], env=isolated_env(), capture_output=True, text=True, timeout=60
@@ -71,18 +79,32 @@ def python_facts(python: str) -> dict[str, str]:
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return {"python_startup": "unknown (the interpreter could not be probed)"}
     # '' (the current folder, for -c) is kgit's, not the harness's: its tree is recorded apart.
-    folders = dict.fromkeys(f for f in [*probe["site"], *probe["path"]] if f)
+    folders = list(dict.fromkeys(f for f in [*probe["site"], *probe["path"]] if f))
     digest = hashlib.sha256()
-    found = 0
-    for folder in folders:
-        for path in _startup_files(Path(folder or ".")):
-            digest.update(f"{path}\0".encode() + path.read_bytes() + b"\0")
-            found += 1
-    return {
+    files = [path for folder in folders for path in _startup_files(Path(folder))]
+    for path in files:
+        digest.update(f"{path}\0".encode() + path.read_bytes() + b"\0")
+    facts = {
         "python_executable": str(probe["executable"]),
         "python_path": os.pathsep.join(probe["path"]),
-        "python_startup": f"{found} files, sha256 {digest.hexdigest()[:16]}",
+        "python_startup": f"{len(files)} files, sha256 {digest.hexdigest()[:16]}",
     }
+    watched = [*folders, *map(str, files)]
+    _probed[python] = (_state(watched), facts, watched)
+    return facts
+
+
+def _state(paths: list[str]) -> tuple[object, ...]:
+    """The modification times of PATHS: the probed folders (a file added or removed changes
+    its folder's) and the start-up files found in them (a file rewritten in place)."""
+    state: list[object] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            state.append((path, info.st_mtime_ns, info.st_size))
+        except OSError:
+            state.append((path, None, None))
+    return tuple(state)
 
 
 def _startup_files(folder: Path) -> list[Path]:
@@ -90,7 +112,7 @@ def _startup_files(folder: Path) -> list[Path]:
         entries = sorted(folder.iterdir()) if folder.is_dir() else []
     except OSError:
         return []
-    return [p for p in entries if p.is_file() and _STARTUP_FILES.fullmatch(p.name)]
+    return [p for p in entries if _STARTUP_FILES.fullmatch(p.name) and p.is_file()]
 
 
 def command_facts(command: str) -> dict[str, str]:

@@ -51,6 +51,11 @@ def test_a_start_up_file_changes_the_fingerprint(tmp_path: Path) -> None:
     after = python_facts(str(venv / "bin" / "python"))
     assert before["python_startup"] != after["python_startup"]
     assert str(_site_packages(venv)) in after["python_path"].split(":")
+    # Probed again only when something changed (a validation reads hundreds of blocks), and a
+    # file rewritten in place is a change.
+    assert python_facts(str(venv / "bin" / "python")) == after
+    (_site_packages(venv) / "zz_patch.pth").write_text("import sys\n")
+    assert python_facts(str(venv / "bin" / "python"))["python_startup"] != after["python_startup"]
 
 
 def test_a_sitecustomize_on_the_callers_pythonpath_never_loads_in_the_harness(
