@@ -36,7 +36,9 @@ from kgit.measure.timing_core import (
     _gpu_sleep,
     _pool_size,
     _warm_up,
+    allocated,
     nbytes,
+    set_footprint,
 )
 
 T = TypeVar("T")
@@ -82,12 +84,14 @@ def time_fn(
     `make_inputs` builds one input set (tensors, possibly nested in tuples, lists or dicts); it
     runs before any timing starts. An `id()`-keyed cache in `fn` therefore never hits: the pool
     keeps every set alive, so no two timed calls share an object or an id. The number of samples
-    is `repeats`, lowered when the pool would not fit in `pool_bytes` (default: 30% of free
-    device memory, at most 32 GiB). Warm-up runs on a separate input set.
+    is `repeats`, lowered when the pool would not fit in `pool_bytes` (default: what this
+    measuring process's share of the card leaves, kgit/measure/budget.py; at most 32 GiB).
+    Warm-up runs on a separate input set.
     """
     block = block_timing(make_inputs, fn)
     if block is not None:
         return block
+    before = allocated()
     warm = make_inputs()
     device = _device_of(warm)
     sync: Callable[[], None] = lambda: None  # noqa: E731
@@ -102,7 +106,7 @@ def time_fn(
     # for the clocks and the power limiter to move away from where the kernel drives them.
     estimate = _warm_up(fn, warm, min(warmup_ms, ESTIMATE_MS), sync)
     wanted = max(repeats, min(MAX_REPEATS, math.ceil(min_time_ms / max(estimate.wall_ms, 1e-4))))
-    count = _pool_size(wanted, nbytes(warm), device, pool_bytes)
+    count = _pool_size(wanted, set_footprint(warm, before), device, pool_bytes)
     pool = [make_inputs() for _ in range(count)]
     if device.type == "cuda":
         if cuda_graph:
