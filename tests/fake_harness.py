@@ -2,7 +2,7 @@
 
 It reads `kernel.txt` from the current directory. `speed: X` sets Forward TFLOPS of every shape to
 X times the shape's factor; `speed.<label>: X` overrides one shape; `fail: <label>` makes that
-shape FAIL; `exit: N` forces an exit code; `hang` sleeps; `flood` prints 50 MB; `drift` renames a
+shape FAIL (`oom: <label>`: FAIL, said to be an out-of-memory as a kgit.measure harness says it); `exit: N` forces an exit code; `hang` sleeps; `flood` prints 50 MB; `drift` renames a
 column; `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line (`gpu: NAME` that GPU); `noise: S` multiplies every value by
 exp(N(0, S)), fresh each run; `boost.NAME: F` multiplies every speed by F (each line its own NAME, so
 changes to different lines merge); `speeds: A,B,...` with `counter: PATH` gives the n-th run (counted
@@ -72,7 +72,10 @@ def write_csv(path: str, shapes: list[dict], settings: dict[str, str], flags: se
     for shape in shapes:
         label = shape["label"]
         m, n, k, b = shape["M"], shape["N"], shape["K"], shape.get("B", 1)
-        if settings.get("fail") == label:
+        if settings.get("oom") == label:
+            report = {"shape": label, "asked_bytes": 512 * 1024**2, "share": 0.25}
+            print("\nkgit-out-of-memory: " + json.dumps(report), flush=True)
+        if settings.get("fail") == label or settings.get("oom") == label:
             failing = True
             lines.append(f"{label},{b},{m},{n},{k},FAIL,nan,nan,nan,nan,nan,nan,nan,nan,nan")
             continue

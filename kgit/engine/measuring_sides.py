@@ -263,7 +263,7 @@ class WorkerSide(Side):
         result = CommandResult(_exit_code(reply), time.monotonic() - start, self.process.text())
         run = classify_harness(result, csv, BLOCK_TIMEOUT_S)
         labels = [s["label"] for s in shapes]
-        return read_run(self.campaign, run, labels, self.frozen, digest=False)
+        return read_run(self.campaign, run, labels, self.frozen, digest=False, side=self.name)
 
     def _died(self, when: str) -> HarnessError:
         self.process.kill()
@@ -350,7 +350,8 @@ class Launch:
             run = classify_harness(
                 CommandResult(returncode, seconds, process.text(), digests), csv, timeout_s
             )
-            first = read_run(campaign, run, [s["label"] for s in self.shapes], self.frozen)
+            labels = [s["label"] for s in self.shapes]
+            first = read_run(campaign, run, labels, self.frozen, side=name)
         except BaseException:
             self.kill()
             raise

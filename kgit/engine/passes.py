@@ -18,7 +18,13 @@ from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo
 from kgit.judge.scoring import Score, score
 from kgit.records.notes import RoundNote, in_line_order
-from kgit.records.protocol import RUN_ENV, changed_since_written, written_digest
+from kgit.records.protocol import (
+    MEMORY_SHARE_ENV,
+    RUN_ENV,
+    changed_since_written,
+    out_of_memory_reports,
+    written_digest,
+)
 from kgit.records.schema import BenchTable, parse_bench_csv
 
 Say = Callable[[str], None]
@@ -72,7 +78,7 @@ def measure(
             echo=echo,
             env=harness_env(cwd),
         )
-    result = read_run(campaign, run, [s["label"] for s in shapes], frozen)
+    result = read_run(campaign, run, [s["label"] for s in shapes], frozen, side=role.strip())
     say(
         f"harness: done in {run.result.seconds:.1f} s, aggregate {result.score.aggregate:.4g}"
         + (f", FAIL: {', '.join(result.score.failing)}" if result.score.failing else "")
@@ -87,10 +93,13 @@ def read_run(
     frozen: tuple[str, ...] | None,
     *,
     digest: bool = True,
+    side: str = "",
 ) -> Measurement:
     """A harness run read under the contract: its exit, the frozen schema, exactly LABELS, and
     an exit code that agrees with the Check column; with DIGEST, a CSV unchanged since the
-    harness printed its digest (a worker's block reply carries its own, checked by the caller)."""
+    harness printed its digest (a worker's block reply carries its own, checked by the caller).
+    A FAIL that the harness said was an out-of-memory is an error of SIDE's memory, never the
+    kernel's FAIL."""
     tail = run.result.tail
     if run.status == "unavailable":
         raise KgitError(
@@ -150,8 +159,51 @@ def read_run(
             hint="the contract: exit 0 when every shape passes, 1 when some shape fails",
             details=tail[-4000:],
         )
+    require_memory(result.failing, tail, side)
     fingerprint = {**parse_fingerprint(tail), **command_facts(campaign.manifest.quick_command)}
     return Measurement(run.csv, table, result, run.result.seconds, tail, fingerprint)
+
+
+_SIDES = {"A": "side A (the reference)", "B": "side B (the candidate)"}
+
+
+def require_memory(failing: list[str], output: str, side: str) -> None:
+    """Raise when a FAILING shape ran out of device memory, as the harness's OUTPUT says
+    (kgit/records/protocol.py): which side, which shape, what it asked for, and the knob."""
+    reports = out_of_memory_reports(output)
+    short = [label for label in failing if label in reports]
+    if not short:
+        return
+    report = reports[short[0]]
+    who = _SIDES.get(side, f"the harness {side}".strip())
+    raise HarnessError(
+        f"out of memory: {who} ran out of device memory on {', '.join(short)}: "
+        + _memory_words(report),
+        hint=f"this is the machine's memory, not the kernel: set {MEMORY_SHARE_ENV} lower than "
+        f"{report.get('share', 0.25):g} (each measuring side's share of the card) to shrink "
+        "both sides' input pools, free the card of other processes (nvidia-smi), or leave "
+        "the shape out of target_shapes; nothing was recorded",
+        details=output[-4000:],
+    )
+
+
+def _memory_words(report: dict[str, Any]) -> str:
+    def gib(key: str) -> str:
+        value = report.get(key)
+        return f"{value / 1024**3:.2f} GiB" if isinstance(value, (int, float)) else "?"
+
+    asked = (
+        f"it asked for {gib('asked_bytes')}"
+        if report.get("asked_bytes")
+        else "an allocation was refused"
+    )
+    if "limit_bytes" not in report:
+        return asked
+    return (
+        f"{asked} while it held {gib('allocated_bytes')} of the {gib('limit_bytes')} it plans "
+        f"for ({report.get('share', '?')} of the card's {gib('total_bytes')}; "
+        f"{gib('free_bytes')} free on the card)"
+    )
 
 
 def require_clean(repo: Repo, action: str) -> None:

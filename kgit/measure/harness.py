@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from kgit.measure.budget import give_back, log_peak, out_of_memory_report
 from kgit.measure.report import Row, fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import Shape, ShapeError, load_shapes, validate_shapes
 from kgit.measure.timing import block_mode, replaced_clocks
@@ -31,6 +32,7 @@ from kgit.records.protocol import (
     WORKER_ENV,
     digest_line,
     held_line,
+    out_of_memory_line,
     ready_line,
     reply_line,
 )
@@ -84,6 +86,11 @@ def _bench_safely(
             return bench(shape, settings)
         except CannotRun:
             raise
+        except torch.cuda.OutOfMemoryError as exc:  # the machine's memory, not the kernel
+            print(f"{shape['label']}: {exc}", file=sys.stderr, flush=True)
+            report = out_of_memory_report(shape["label"], exc, settings.device)
+            print("\n" + out_of_memory_line(report), flush=True)
+            return fail_row(columns, shape)
         except Exception:  # a shape that raises is a FAIL row, never a crashed harness
             traceback.print_exc()
             return fail_row(columns, shape)
@@ -249,6 +256,7 @@ def run_harness(
         first_block = os.environ.get(FIRST_BLOCK_ENV) if worker else None
         block_ms = float(first_block) if first_block else None
         rows = _bench_all(bench_one_shape, shapes, settings, columns, block_ms=block_ms)
+        log_peak(device, "first pass" if block_ms is None else "first pass (blocks)", labels(rows))
         _require_own_clocks()
         written = write_summary_csv(args.summary_csv, columns, rows)
         # What was written, said at once: a file changed later (an exit handler) is refused.
@@ -314,6 +322,11 @@ def _bench_all(
         else:
             with block_mode(block_ms, shape["label"], relocate=relocate, columns=read):
                 row = _bench_safely(bench, shape, settings, columns)
+        if block_ms is None or row["Check"] != PASS:
+            # A plain pass's pools (or a failed shape's buffers) go back to the driver: the
+            # allocator would keep them cached, out of the other side's reach (70 GiB of an
+            # H100 once). A block's units stay: they are what the next block times.
+            give_back(settings.device)
         rows.append(row)
         if progress:
             print(_progress(index, len(shapes), row, time.perf_counter() - start), flush=True)
@@ -323,6 +336,7 @@ def _bench_all(
 def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, code: int) -> int:
     """The worker loop: one JSON request a line on stdin, one marker line back on stdout."""
     print("\n" + ready_line(code), flush=True)
+    seen: list[str] = []
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -349,6 +363,12 @@ def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, cod
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return EXIT_CANNOT_RUN
         written = write_summary_csv(request["summary_csv"], columns, rows)
+        seen.extend(label for label in labels(rows) if label not in seen)
         failed = any(row["Check"] != PASS for row in rows)
         print("\n" + reply_line(int(request["id"]), int(failed), csv=written), flush=True)
+    log_peak(settings.device, "blocks", seen)
     return code
+
+
+def labels(rows: list[Row]) -> list[str]:
+    return [str(row["label"]) for row in rows]

@@ -16,6 +16,11 @@ differed steadily by ~1% in A/A (bench/worker_pair.py). A relocating block build
 again behind a padding allocation of random size, so that the place is drawn afresh: kgit
 relocates each side once per quad, and placement becomes a noise that the pair statistics see
 and that falls on both sides alike.
+
+Each side keeps its units within its share of the card (kgit/measure/budget.py): a unit's pool
+leaves room for its relocation beside it; when memory is short, a unit's pool holds fewer sets,
+a relocation frees the old unit first, and a side keeps one shape's units at a time (the others
+are built again on their next block), each said in a warning.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from kgit.measure.budget import Budget, budget, gib, give_back
 from kgit.measure.timing_core import (
     ESTIMATE_MS,
     LEAD_MARGIN,
@@ -42,7 +48,9 @@ from kgit.measure.timing_core import (
     _gpu_sleep,
     _pool_size,
     _warm_up,
+    allocated,
     nbytes,
+    set_footprint,
 )
 
 T = TypeVar("T")
@@ -53,9 +61,10 @@ T = TypeVar("T")
 BLOCK_POOL_BYTES = 128 * 1024**2
 BLOCK_POOL_MAX = 32
 # A relocated unit sits behind a padding allocation of up to this many bytes (2 MiB steps), and
-# never more than this share of the free device memory.
+# never more than this share of the side's memory budget.
 RELOCATION_PAD_MAX = 2 * 1024**3
 RELOCATION_PAD_SHARE = 0.05
+PAD_STEP = 2 * 1024**2
 # An experiment (bench/worker_pair.py --units K): each call site keeps K units, built at once at
 # K places in device memory and all alive, and its blocks take them in turn, so that each side's
 # figure is a mean over K places instead of one.
@@ -82,6 +91,9 @@ class _Block:
 _block: ContextVar[_Block | None] = ContextVar("kgit_block", default=None)
 # What a worker keeps between blocks, per (shape, call site): prepared timers, checked results.
 _kept: dict[tuple[str, int], Any] = {}
+# Set once memory ran short: from then on a shape's units are built only after every other
+# shape's were freed (one shape's units at a time).
+_one_shape_at_a_time = [False]
 
 
 @contextmanager
@@ -127,7 +139,11 @@ def passes_over(phase: str) -> bool:
         return False
     if any(column.startswith(phase) for column in block.columns):
         return False
-    block.next_key()
+    key = block.next_key()
+    # Its units (the first block, a whole row, built them) are not what this side's blocks time:
+    # freed, they leave the card to what is (an RMSNorm backward's at 32768x8192: ~5 GiB).
+    if isinstance(_kept.get(key), _Units):
+        del _kept[key]
     return True
 
 
@@ -140,10 +156,50 @@ def block_timing(make_inputs: Callable[[], T], fn: Callable[[T], object]) -> Tim
     key = block.next_key()
     fresh = key not in _kept
     if fresh:
-        count = max(1, int(os.environ.get(BLOCK_UNITS_ENV) or 1))
-        _kept[key] = _Units([_prepare_block(make_inputs, fn, block.ms) for _ in range(count)])
+        _kept[key] = _prepared_units(block, make_inputs, fn)
     units: _Units = _kept[key]
     return units.next(block.relocate and not fresh).time(block.ms)
+
+
+def _prepared_units(
+    block: _Block, make_inputs: Callable[[], T], fn: Callable[[T], object]
+) -> _Units:
+    """A call site's units, built within the side's memory: once memory ran short (a unit over
+    budget, or a refused allocation), after freeing every other shape's units."""
+    count = max(1, int(os.environ.get(BLOCK_UNITS_ENV) or 1))
+    if _one_shape_at_a_time[0]:
+        _free_units_except(block.label)
+    try:
+        units = _Units([_prepare_block(make_inputs, fn, block.ms) for _ in range(count)])
+    except torch.cuda.OutOfMemoryError:
+        if _one_shape_at_a_time[0] or not _free_units_except(block.label):
+            raise
+        _short_of_memory("an allocation was refused")
+        units = _Units([_prepare_block(make_inputs, fn, block.ms) for _ in range(count)])
+    if not _one_shape_at_a_time[0] and torch.cuda.is_available() and torch.cuda.is_initialized():
+        side = budget(torch.device("cuda", torch.cuda.current_device()))
+        if side.allocated > side.limit:
+            _short_of_memory(f"its units hold {gib(side.allocated)} of {gib(side.limit)}")
+    return units
+
+
+def _short_of_memory(why: str) -> None:
+    _one_shape_at_a_time[0] = True
+    warnings.warn(
+        f"memory short ({why}): this side keeps one shape's measuring units at a time, and "
+        "builds a shape's again on its next block",
+        stacklevel=5,
+    )
+
+
+def _free_units_except(label: str) -> bool:
+    """Free the measuring units of every shape but LABEL; whether there were any."""
+    others = [k for k, v in _kept.items() if k[0] != label and isinstance(v, _Units)]
+    for key in others:
+        del _kept[key]
+    if others:
+        give_back(torch.device("cuda"))
+    return bool(others)
 
 
 @dataclass
@@ -156,11 +212,17 @@ class _Units:
 
     def next(self, relocate: bool) -> _BlockTimer:
         """The unit whose turn it is; with RELOCATE, built again at a new place first (the old
-        one is freed here, at once)."""
+        one is freed here: once the new one is built beside it, or first, when the side's
+        memory has no room for both)."""
         at = self.turn % len(self.timers)
         self.turn += 1
-        if relocate:
-            self.timers[at] = self.timers[at].relocated()
+        rebuild = self.timers[at].rebuild
+        if relocate and rebuild is not None:
+            pad_max = rebuild.pad_max()
+            if not rebuild.room_beside(self.timers[at].bytes + pad_max):
+                self.timers[at] = _BlockTimer.placeholder()  # the old unit goes now
+                give_back(rebuild.device)
+            self.timers[at] = rebuild(pad_max)
         return self.timers[at]
 
 
@@ -175,13 +237,15 @@ class _BlockTimer:
     calls: int  # calls in one repetition
     method: str
     keep: list[Any] = field(default_factory=list)  # the pool and graph stay alive here
-    rebuild: Callable[[_BlockTimer], _BlockTimer] | None = None  # this unit, at a new place
+    rebuild: _Rebuild | None = None  # this unit, at a new place (None: no device memory)
     unit_ms: float = 1.0  # time of one repetition, as last measured
     host: bool = False  # whether the last block may have timed the host
+    bytes: int = 0  # device memory the unit holds
 
-    def relocated(self) -> _BlockTimer:
-        """This unit built again at a new place (itself where there is no device memory)."""
-        return self.rebuild(self) if self.rebuild is not None else self
+    @classmethod
+    def placeholder(cls) -> _BlockTimer:
+        """No unit: what stands in a unit's place while it is built again."""
+        return cls(lambda _reps: (math.nan, False), 1, "none")
 
     def time(self, block_ms: float) -> Timing:
         reps = max(1, round(block_ms / max(self.unit_ms, 1e-4)))
@@ -197,6 +261,7 @@ class _BlockTimer:
 def _prepare_block(
     make_inputs: Callable[[], T], fn: Callable[[T], object], block_ms: float
 ) -> _BlockTimer:
+    before = allocated()
     warm = make_inputs()
     device = _device_of(warm)
     count = max(2, min(BLOCK_POOL_MAX, math.ceil(BLOCK_POOL_BYTES / max(nbytes(warm), 1))))
@@ -205,44 +270,69 @@ def _prepare_block(
     torch.cuda.set_device(device)
     # Give back what a plain pass's pools left cached, so that each side's block buffers are
     # allocated from the same state, whatever that process measured before.
-    torch.cuda.empty_cache()
+    give_back(device)
     _warm_up(fn, warm, min(block_ms, ESTIMATE_MS), torch.cuda.synchronize)
-    count = _pool_size(count, nbytes(warm), device, None)
+    # Two units may be alive at once (a relocation builds the new one beside the old).
+    count = _pool_size(count, set_footprint(warm, before), device, None, copies=2)
     make: Callable[[], _BlockTimer] = lambda: _graph_block(make_inputs, fn, count)  # noqa: E731
     try:
-        timer = make()
+        timer = _measured(make)
+    except torch.cuda.OutOfMemoryError:
+        raise
     except Exception as exc:  # a call that syncs, or allocates outside the graph's pool, say
         torch.cuda.synchronize()
         warnings.warn(
             f"the call could not be captured in a CUDA graph ({type(exc).__name__}: {exc}); "
             "blocks time plain launches, which can time the host for short kernels",
-            stacklevel=4,  # the caller of time_fn
+            stacklevel=5,  # the caller of time_fn
         )
         make = lambda: _events_block(fn, [make_inputs() for _ in range(count)])  # noqa: E731
-        timer = _events_block(fn, [warm, *(make_inputs() for _ in range(count - 1))])
-    return _relocatable(timer, make, device)
-
-
-def _relocatable(
-    timer: _BlockTimer, make: Callable[[], _BlockTimer], device: torch.device
-) -> _BlockTimer:
-    def rebuild(old: _BlockTimer) -> _BlockTimer:
-        # Built while the old unit still holds its memory, behind a pad of random size: the new
-        # buffers cannot land where the old ones were, nor at one fixed offset from them. (The
-        # caching allocator serves them from what this process already holds. Freeing the old
-        # unit and emptying the cache first, so that they came fresh from the driver, moved
-        # nothing on an H200: bench/worker_pair.py, README "Verdicts on the H200".)
-        free, _total = torch.cuda.mem_get_info(device)
-        steps = max(1, min(RELOCATION_PAD_MAX, int(free * RELOCATION_PAD_SHARE)) // (2 * 1024**2))
-        pad = torch.empty(
-            _placement.randrange(steps) * 2 * 1024**2, dtype=torch.uint8, device=device
+        timer = _measured(
+            lambda: _events_block(fn, [warm, *(make_inputs() for _ in range(count - 1))])
         )
-        fresh = make()
-        fresh.keep.append(pad)
-        return _relocatable(fresh, make, device)
-
-    timer.rebuild = rebuild
+    timer.rebuild = _Rebuild(make, device)
     return timer
+
+
+def _measured(make: Callable[[], _BlockTimer]) -> _BlockTimer:
+    """MAKE's unit, with the device memory it took."""
+    before = allocated()
+    timer = make()
+    timer.bytes = allocated() - before
+    return timer
+
+
+@dataclass
+class _Rebuild:
+    """Builds a unit again at a new place in device memory."""
+
+    make: Callable[[], _BlockTimer]
+    device: torch.device
+
+    def pad_max(self) -> int:
+        side = budget(self.device)
+        return min(RELOCATION_PAD_MAX, int(side.limit * RELOCATION_PAD_SHARE))
+
+    def room_beside(self, unit_bytes: int) -> bool:
+        """Whether a new unit of UNIT_BYTES fits beside what the side holds now."""
+        side: Budget = budget(self.device)
+        return side.spare >= unit_bytes
+
+    def __call__(self, pad_max: int) -> _BlockTimer:
+        # Built behind a pad of random size (while the old unit still holds its memory, where
+        # the side's budget has room): the new buffers cannot land where the old ones were,
+        # nor at one fixed offset from them. (The caching allocator serves them from what this
+        # process already holds. Freeing the old unit and emptying the cache first, so that
+        # they came fresh from the driver, moved nothing on an H200: bench/worker_pair.py,
+        # README "Verdicts on the H200".)
+        steps = max(1, pad_max // PAD_STEP)
+        pad = torch.empty(
+            _placement.randrange(steps) * PAD_STEP, dtype=torch.uint8, device=self.device
+        )
+        fresh = _measured(self.make)
+        fresh.keep.append(pad)
+        fresh.rebuild = self
+        return fresh
 
 
 def _cpu_block(fn: Callable[[T], object], pool: list[T]) -> _BlockTimer:

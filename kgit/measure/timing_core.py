@@ -11,17 +11,19 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
 
+from kgit.measure.budget import budget, gib, memory_share
+
 T = TypeVar("T")
 
 
-# Input pools hold this share of the free device memory at most (and never more than the cap).
-POOL_MEMORY_SHARE = 0.3
+# Input pools fit in what this side's budget leaves (kgit/measure/budget.py), never past the cap.
 POOL_BYTES_CAP = 32 * 1024**3
 MIN_POOL = 3
 MAX_REPEATS = 2000
@@ -96,15 +98,44 @@ def _device_of(inputs: object) -> torch.device:
     return torch.device("cpu")
 
 
-def _pool_size(repeats: int, set_bytes: int, device: torch.device, budget: int | None) -> int:
+def allocated() -> int:
+    """Device memory this process's tensors hold now (0 before CUDA is used, and on CPU)."""
+    return torch.cuda.memory_allocated() if torch.cuda.is_available() else 0
+
+
+def set_footprint(inputs: object, allocated_before: int) -> int:
+    """Device bytes one input set really holds, measured after a warm-up on it: a backward's
+    set holds its forward graph's saved tensors and, once called, its inputs' gradients, which
+    its tensors' own size leaves out (an RMSNorm backward set at 32768x8192 bf16: 1 GiB by its
+    tensors, 2 GiB on the card)."""
+    return max(nbytes(inputs), allocated() - allocated_before)
+
+
+def _pool_size(
+    repeats: int, set_bytes: int, device: torch.device, budget_bytes: int | None, copies: int = 1
+) -> int:
+    """Input sets in a pool: REPEATS when they fit, else what fits in BUDGET_BYTES (default: this
+    side's spare device memory, less room for one more set, shared by COPIES pools alive at
+    once), with a warning when that is under MIN_POOL."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
-    if budget is None:
+    if budget_bytes is None:
         if device.type != "cuda":
             return repeats
-        free, _total = torch.cuda.mem_get_info(device)
-        budget = min(int(free * POOL_MEMORY_SHARE), POOL_BYTES_CAP)
-    fits = budget // max(set_bytes, 1)
+        side = budget(device)
+        room = min(POOL_BYTES_CAP, (side.spare - set_bytes) // copies)
+        fits = max(0, room) // max(set_bytes, 1)
+        if fits < min(repeats, MIN_POOL):
+            warnings.warn(
+                f"memory short: {max(1, fits)} input set(s) of {gib(set_bytes)} where "
+                f"{min(repeats, MIN_POOL)} were wanted: this side may hold {gib(side.limit)} "
+                f"({memory_share():g} of the card's {gib(side.total)}; {gib(side.free)} free) "
+                f"and holds {gib(side.allocated)}",
+                stacklevel=4,
+            )
+            return max(1, min(repeats, fits))
+        return min(repeats, fits)
+    fits = budget_bytes // max(set_bytes, 1)
     return max(min(repeats, fits), min(repeats, MIN_POOL))
 
 

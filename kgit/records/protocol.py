@@ -32,8 +32,15 @@ random place in device memory: where a memory-bound kernel's buffers sit moves i
 ~1% on an H200, and a unit placed anew at each quad makes that a noise both sides share instead
 of a steady difference between two processes. `columns` (optional) names the CSV columns the
 verdict reads (the primary metric's inputs): a worker may leave the others NaN in a block, and
-skip the timing behind them (kgit.measure times no backward for a forward metric). Anything else
-the harness prints is its log. Each marker line starts a line of its own (the worker prints a newline before it).
+skip the timing behind them (kgit.measure times no backward for a forward metric). A shape that ran out of device memory is a FAIL
+row, and the harness says so on a line of its own,
+
+    kgit-out-of-memory: {"shape": "x_32768x8192", "asked_bytes": 536870912, "limit_bytes": ...,
+     "allocated_bytes": ..., "free_bytes": ..., "total_bytes": ..., "share": 0.25}
+
+(`asked_bytes`: the refused allocation, null when unknown; `limit_bytes`: what this process
+planned to hold, its `share` of the card's `total_bytes`): kgit reports that as an error of the
+machine's memory, never as the kernel's FAIL. Anything else the harness prints is its log. Each marker line starts a line of its own (the worker prints a newline before it).
 """
 
 from __future__ import annotations
@@ -51,6 +58,9 @@ RUN_ENV = "KGIT_RUN"
 # figures are not used; the kernels still get checked, compiled and tuned).
 FIRST_BLOCK_ENV = "KGIT_WORKER_FIRST_BLOCK_MS"
 HOLD_ENV = "KGIT_WORKER_HOLD"
+# The share of the card's memory each measuring process plans for (kgit/measure/budget.py).
+MEMORY_SHARE_ENV = "KGIT_MEMORY_SHARE"
+OUT_OF_MEMORY = "kgit-out-of-memory: "
 HELD = "kgit-worker-held: "
 READY = "kgit-worker-ready: "
 REPLY = "kgit-worker-reply: "
@@ -122,6 +132,25 @@ def changed_since_written(csv: bytes, digest: str | None) -> bool:
     """Whether CSV differs from what the harness said it wrote (no digest: a harness of its own,
     nothing to compare)."""
     return digest is not None and hashlib.sha256(csv).hexdigest() != digest
+
+
+def out_of_memory_line(report: dict[str, Any]) -> str:
+    return OUT_OF_MEMORY + json.dumps(report, sort_keys=True)
+
+
+def out_of_memory_reports(output: str) -> dict[str, dict[str, Any]]:
+    """The out-of-memory reports in a harness's OUTPUT, by shape label (the last of each)."""
+    reports: dict[str, dict[str, Any]] = {}
+    for line in output.splitlines():
+        if not line.startswith(OUT_OF_MEMORY):
+            continue
+        try:
+            report = json.loads(line[len(OUT_OF_MEMORY) :])
+        except ValueError:
+            continue
+        if isinstance(report, dict) and isinstance(report.get("shape"), str):
+            reports[report["shape"]] = report
+    return reports
 
 
 def parse_marker(line: str) -> tuple[str, dict[str, Any]] | None:

@@ -41,3 +41,19 @@ def test_a_baseline_with_a_fail_shape_leaves_the_campaign_readable(kernel_repo: 
     baseline = run_kgit("baseline")
     assert "Traceback" not in baseline.err
     _readable(("status",), ("log",), ("log", "--json"), ("show", "1"))
+
+
+def test_an_out_of_memory_at_baseline_is_reported_as_such(kernel_repo: Path) -> None:
+    # A shape that ran out of device memory says nothing of the kernel: no FAIL row recorded,
+    # no "unreliable machine", but which side, which shape, the bytes asked and the knob.
+    repo = kernel_repo
+    (repo / "kernel.txt").write_text("speed: 100\noom: s2048\n")
+    from tests.conftest import git
+
+    git(repo, "commit", "-qam", "s2048 runs out of memory")
+    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+    baseline = run_kgit("baseline")
+    assert baseline.code == 1, baseline
+    assert "out of memory: the harness ran out of device memory on s2048" in baseline.err
+    assert "it asked for 0.50 GiB" in baseline.err and "KGIT_MEMORY_SHARE" in baseline.err
+    assert "not reliable" not in baseline.err and "Traceback" not in baseline.err

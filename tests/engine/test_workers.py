@@ -479,3 +479,17 @@ def test_only_the_markers_own_newline_is_held_back(capfd: pytest.CaptureFixture[
     process.reader.join(timeout=30)
     assert process.markers.get(timeout=5)[0] == "ready"
     assert capfd.readouterr().err == "a\n   \nb\n\n"  # the last empty line is the harness's
+
+
+def test_a_candidate_out_of_memory_is_an_error_not_a_rollback(worker_campaign: Path) -> None:
+    # The candidate's kernel is not wrong because the card was short: the round stays open.
+    repo = worker_campaign
+    _round(repo, 110, "oom: s64\n")
+    result = run_kgit("-q", "round", "validate")
+    assert result.code == 1 and "Traceback" not in result.err
+    assert "out of memory: side B (the candidate) ran out of device memory on s64" in result.err
+    assert "KGIT_MEMORY_SHARE" in result.err and "ROLLED BACK" not in result.out
+    assert left_under(repo) == []
+    (repo / "kernel.txt").write_text(KERNEL.format(speed=110, extra=""))
+    assert commit(repo, "fits").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0

@@ -362,7 +362,17 @@ def test_a_block_that_reads_forward_only_passes_the_backward_over() -> None:
     first = row(None)
     assert first["Check"] == "PASS" and first["Backward GB/s"] > 0  # type: ignore[operator]
     before = backwards[0]
+    from kgit.measure.timing_blocks import _kept, _Units
+
+    units = [
+        key for key, kept in _kept.items() if key[0] == "forward-only" and isinstance(kept, _Units)
+    ]
+    assert len(units) == 2  # the forward's and the backward's
     forward_only = row(("Forward GB/s",))
+    kept = [
+        key for key, kept in _kept.items() if key[0] == "forward-only" and isinstance(kept, _Units)
+    ]
+    assert kept == units[:1], "the backward's units stayed, though no block times them"
     assert backwards[0] == before  # no backward ran: not timed, and checked once per shape only
     assert forward_only["Check"] == "PASS" and forward_only["Forward GB/s"] > 0  # type: ignore[operator]
     assert math.isnan(forward_only["Backward GB/s"])  # type: ignore[arg-type]
