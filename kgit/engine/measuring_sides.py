@@ -27,6 +27,7 @@ from typing import IO, Any, ClassVar
 
 from kgit import progress
 from kgit.engine.campaign import Campaign
+from kgit.engine.holding import HELD_CPU_ALLOWANCE_S, Hold
 from kgit.engine.orphans import tether
 from kgit.engine.passes import HarnessError, Measurement, Say, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
@@ -65,6 +66,7 @@ class _Process:
         self.tail: deque[bytes] = deque()
         self.digests = DigestLines()  # of the whole output, not only the kept tail
         self.asked = False  # asked to exit
+        self.held: Hold | None = None  # stopped while the other side measures
         self.markers: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         assert self.proc.stdout is not None
         self.reader = threading.Thread(
@@ -147,8 +149,20 @@ class _Process:
         self.proc.wait()
         self.reader.join(timeout=5)
 
+    def hold(self) -> None:
+        """Stop the worker's processes while the other side measures (kgit/engine/holding.py)."""
+        if self.held is None and self.proc.poll() is None:
+            self.held = Hold(self.proc.pid)
+            self.held.stop()
+
+    def release(self) -> float:
+        """Let a held worker go on; the CPU seconds its processes used while held."""
+        held, self.held = self.held, None
+        return held.release() if held is not None else 0.0
+
     def ask_exit(self) -> bool:
         """Ask the worker to exit (once); False when it is gone or cannot be asked."""
+        self.release()  # a stopped worker reads no request
         if not self.asked:
             self.asked = self.proc.poll() is None and self.send({"cmd": "exit"})
         return self.asked
@@ -185,6 +199,13 @@ class Side:
             tree=self.tree,
             role=f" {self.name}",
         )
+
+    def hold(self) -> None:
+        """Keep still while the other side measures: a plain harness has no process between
+        its passes."""
+
+    def release(self) -> None:
+        """Go on after being held."""
 
     def ask_exit(self) -> None:
         pass
@@ -273,6 +294,21 @@ class WorkerSide(Side):
             hint="see its output; nothing of this validation was recorded as a verdict",
             details=self.process.text()[-4000:],
         )
+
+    def hold(self) -> None:
+        self.process.hold()
+
+    def release(self) -> None:
+        used = self.process.release()
+        if used > HELD_CPU_ALLOWANCE_S:
+            self.process.kill()
+            raise HarnessError(
+                f"validation ERROR: the {self.name} side's processes used {used * 1000:.0f} ms "
+                "of CPU while they were stopped for the other side's block",
+                hint="a process of its harness ran while the side was held (one stop covers "
+                "the side's process group and descendants): nothing was judged",
+                details=self.process.text()[-4000:],
+            )
 
     def ask_exit(self) -> None:
         self.process.ask_exit()

@@ -181,38 +181,52 @@ def sample_pairs(
     groups = [[shape] for shape in shapes] if workers else [shapes]
     labels = [shape["label"] for shape in shapes]
     quiet: Say = say if not workers else (lambda _: None)
-    start, new = time.monotonic(), 0
-    while new < (pairs_wanted if pairs_wanted is not None else most):
-        # ABBA cancels a linear drift within a quad; alternating with BAAB cancels what falls on
-        # a quad's first block (the switch from the previous shape).
-        odd = (len(evidence.pairs) + 1) % 2
-        order = ("ABBA" if odd else "BAAB") if workers else ("AB" if odd else "BA")
-        seen: dict[str, dict[str, list[float]]] = {"A": defaultdict(list), "B": defaultdict(list)}
-        for group in groups:
-            for index, name in enumerate(order):
-                side = a if name == "A" else b
-                # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
-                relocate = workers and order.index(name) == index
-                run = side.block(group, settings.block_ms, quiet, relocate=relocate)
-                if run.score.failing:
-                    if side is b:
-                        return list(run.score.failing)
-                    require_reference_passes(run)
-                for label, value in run.score.values.items():
-                    seen[name][label].append(value)
-        pair = {name: {label: geomean(seen[name][label]) for label in labels} for name in "AB"}
-        evidence.pairs.append({"a": pair["A"], "b": pair["B"]})
-        new += 1
-        change = (geomean(pair["B"].values()) / geomean(pair["A"].values()) - 1) * 100
-        limit = pairs_wanted if pairs_wanted is not None else most
-        say(
-            f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}; "
-            f"{new} of at most {limit} now): B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
-        )
-        # A validation adds two pairs at least, pooled or not; then it stops once settled.
-        if pairs_wanted is None and len(evidence.pairs) >= fewest and new >= 2:
-            pairs = [Pair(p["a"], p["b"]) for p in evidence.pairs]
-            judged = judge_pairs(pairs, labels, floors, settings, limits)
-            if judged.settled or time.monotonic() - start >= settings.budget_s:
-                break
-    return []
+
+    def quads() -> list[str]:
+        start, new = time.monotonic(), 0
+        while new < (pairs_wanted if pairs_wanted is not None else most):
+            # ABBA cancels a linear drift within a quad; alternating with BAAB cancels what falls on
+            # a quad's first block (the switch from the previous shape).
+            odd = (len(evidence.pairs) + 1) % 2
+            order = ("ABBA" if odd else "BAAB") if workers else ("AB" if odd else "BA")
+            seen: dict[str, dict[str, list[float]]] = {
+                "A": defaultdict(list),
+                "B": defaultdict(list),
+            }
+            for group in groups:
+                for index, name in enumerate(order):
+                    side, idle = (a, b) if name == "A" else (b, a)
+                    # The idle side is stopped while this one measures: a thread of its harness
+                    # could otherwise slow this side down (kgit/engine/holding.py).
+                    idle.hold()
+                    side.release()
+                    # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
+                    relocate = workers and order.index(name) == index
+                    run = side.block(group, settings.block_ms, quiet, relocate=relocate)
+                    if run.score.failing:
+                        if side is b:
+                            return list(run.score.failing)
+                        require_reference_passes(run)
+                    for label, value in run.score.values.items():
+                        seen[name][label].append(value)
+            pair = {name: {label: geomean(seen[name][label]) for label in labels} for name in "AB"}
+            evidence.pairs.append({"a": pair["A"], "b": pair["B"]})
+            new += 1
+            change = (geomean(pair["B"].values()) / geomean(pair["A"].values()) - 1) * 100
+            limit = pairs_wanted if pairs_wanted is not None else most
+            say(
+                f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}; "
+                f"{new} of at most {limit} now): B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
+            )
+            # A validation adds two pairs at least, pooled or not; then it stops once settled.
+            if pairs_wanted is None and len(evidence.pairs) >= fewest and new >= 2:
+                pairs = [Pair(p["a"], p["b"]) for p in evidence.pairs]
+                judged = judge_pairs(pairs, labels, floors, settings, limits)
+                if judged.settled or time.monotonic() - start >= settings.budget_s:
+                    break
+        return []
+
+    failing = quads()
+    for side in sides:  # both go on: what follows (a next call, closing) needs them running
+        side.release()
+    return failing

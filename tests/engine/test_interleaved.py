@@ -31,12 +31,15 @@ def test_baseline_calibrates_noise_floors_and_records_the_environment(ab_campaig
     state = json.loads(git(ab_campaign, "show", "refs/kgit/c1/campaign:state.json"))
     assert set(state["noise_floors"]) == set(state["representative"])
     assert all(0.005 <= f < 0.2 for f in state["noise_floors"].values())  # min_effect_pct 0.5
-    assert state["fingerprint"] == {
+    harness_said = {k: v for k, v in state["fingerprint"].items() if not k.startswith("python_")}
+    assert harness_said == {
         "gpu": "FakeGPU",
         "torch": "2.11",
         "gpu_index": "0",
         "gpu_uuid": "GPU-fake-0",
     }
+    # kgit's own probe of the harness's interpreter (kgit/engine/pyenv.py)
+    assert " files, sha256 " in state["fingerprint"]["python_startup"]
     assert (
         ab_campaign / ".git" / "kgit" / "worktrees" / "c1" / "reference" / "kernel.txt"
     ).exists()

@@ -1,0 +1,106 @@
+"""A measuring side held still while the other side measures.
+
+Under interleaved measuring both sides' processes are up at once. A candidate whose harness ran
+a thread that burned CPU only while its kernel sat idle, that is during the reference's blocks,
+slowed the reference and was accepted at +9% and +67% with no real gain. So the idle side's
+processes are stopped (SIGSTOP, which no process can catch or ignore) for the other side's
+blocks, and the CPU time they used while stopped is read from /proc when they are let go: any
+beyond a scheduler tick means something of theirs ran, and the pair is refused.
+
+The processes held are the side's process group and every descendant of its first process (a
+child that left the group with setsid is still a descendant). A process that left both, by a
+double fork, is out of reach; kgit's orphan sweep (kgit/engine/orphans.py) does not see it either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+# CPU a held side may show: the accounting of the tick in which the stop landed.
+HELD_CPU_ALLOWANCE_S = 2 * _TICK_S
+_STOP_WAIT_S = 0.5
+
+
+@dataclass(frozen=True)
+class _Stat:
+    ppid: int
+    pgrp: int
+    state: str
+    cpu_ticks: int  # user + system
+
+
+def _stat(pid: int) -> _Stat | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(b")") + 2 :].split()
+    return _Stat(
+        int(fields[1]), int(fields[2]), fields[0].decode(), int(fields[11]) + int(fields[12])
+    )
+
+
+def _table() -> dict[int, _Stat]:
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (found := _stat(int(name))) is not None:
+            table[int(name)] = found
+    return table
+
+
+def family(root: int) -> list[int]:
+    """ROOT's process group and every descendant of ROOT, alive now."""
+    table = _table()
+    members = {pid for pid, st in table.items() if st.pgrp == root}
+    members.add(root)
+    grew = True
+    while grew:
+        more = {pid for pid, st in table.items() if st.ppid in members} - members
+        members |= more
+        grew = bool(more)
+    return sorted(pid for pid in members if pid in table)
+
+
+@dataclass
+class Hold:
+    """A side's processes, stopped; `release` lets them go and says the CPU they used."""
+
+    root: int
+    pids: list[int] = field(default_factory=list)
+    ticks: int = 0
+
+    def stop(self) -> None:
+        self.pids = family(self.root)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.root, signal.SIGSTOP)
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        # The signal lands asynchronously: count from the moment every process is stopped.
+        deadline = time.monotonic() + _STOP_WAIT_S
+        while time.monotonic() < deadline and not self._all_stopped():
+            time.sleep(0.001)
+        self.ticks = self._ticks()
+
+    def release(self) -> float:
+        """Continue the processes; the CPU seconds they used while stopped."""
+        used = (self._ticks() - self.ticks) * _TICK_S
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.root, signal.SIGCONT)
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        return used
+
+    def _ticks(self) -> int:
+        return sum(st.cpu_ticks for pid in self.pids if (st := _stat(pid)) is not None)
+
+    def _all_stopped(self) -> bool:
+        # T: stopped; t: traced; Z/X: gone, nothing left to run.
+        return all((st := _stat(pid)) is None or st.state in "TtZX" for pid in self.pids)

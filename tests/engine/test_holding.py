@@ -1,0 +1,94 @@
+"""A measuring side held still while the other measures (kgit/engine/holding.py), on real
+processes: a candidate's harness thread that burned CPU only while its kernel sat idle slowed
+the reference's blocks, and a no-change round was accepted at +9% and +67% (issue 27, item 5)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kgit.engine.holding import HELD_CPU_ALLOWANCE_S, Hold, family
+
+SPIN = "import time\nwhile True:\n    sum(range(10_000))\n"
+# A parent in its own session, and a child that leaves the parent's group with setsid.
+ESCAPE = (
+    "import os, subprocess, sys, time\n"
+    f"subprocess.Popen([sys.executable, '-c', {SPIN!r}], start_new_session=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def _start(code: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for pid in family(proc.pid):
+        os.kill(pid, signal.SIGKILL)
+    proc.wait()
+
+
+def test_a_held_process_uses_no_cpu_and_goes_on_when_released() -> None:
+    proc = _start(SPIN)
+    try:
+        time.sleep(0.3)
+        held = Hold(proc.pid)
+        held.stop()
+        before = _cpu_s(proc.pid)
+        time.sleep(0.4)
+        assert _cpu_s(proc.pid) - before <= HELD_CPU_ALLOWANCE_S
+        assert held.release() <= HELD_CPU_ALLOWANCE_S
+        before = _cpu_s(proc.pid)
+        time.sleep(0.4)
+        assert _cpu_s(proc.pid) - before > 0.05  # it runs again
+    finally:
+        _stop(proc)
+
+
+def test_a_child_that_left_the_group_is_held_too() -> None:
+    proc = _start(ESCAPE)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(family(proc.pid)) < 2:
+            time.sleep(0.05)
+        members = family(proc.pid)
+        assert len(members) == 2, members
+        child = next(pid for pid in members if pid != proc.pid)
+        assert os.getpgid(child) != proc.pid  # out of the group: a killpg alone would miss it
+        held = Hold(proc.pid)
+        held.stop()
+        before = _cpu_s(child)
+        time.sleep(0.4)
+        assert _cpu_s(child) - before <= HELD_CPU_ALLOWANCE_S
+        held.release()
+    finally:
+        _stop(proc)
+
+
+def test_cpu_used_while_held_is_reported() -> None:
+    """The check itself: CPU counted between stop and release is what release reports (here a
+    process continued behind the hold's back, as one escaping it would run)."""
+    proc = _start(SPIN)
+    try:
+        held = Hold(proc.pid)
+        held.stop()
+        os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.4)
+        assert held.release() > HELD_CPU_ALLOWANCE_S
+    finally:
+        _stop(proc)
+
+
+def test_family_of_a_process_gone_is_empty() -> None:
+    proc = _start("pass")
+    proc.wait()
+    assert family(proc.pid) == []
