@@ -16,13 +16,28 @@ which the next audit's checkout resets.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kgit.engine.audit_tree import exclusive, gate_with, run_gate, scratch_tree, tree_path
+from kgit.engine.audit_run import (
+    Budget,
+    Observed,
+    Pool,
+    check_below_tolerance,
+    observe,
+    tier_of,
+)
+from kgit.engine.audit_tree import (
+    exclusive,
+    extra_tree,
+    gate_with,
+    parallel_trees,
+    reset,
+    scratch_tree,
+    tree_path,
+)
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say, gate_files
 from kgit.engine.runner import CommandResult
@@ -33,18 +48,22 @@ from kgit.judge.mutants import (
     PYTHON_SUFFIXES,
     Mutant,
     NotMutable,
-    choose,
+    draw,
     mutants_of,
 )
+from kgit.judge.mutants_python import KernelFunction, kernel_functions
+from kgit.judge.reach import Reach, describe, reach_of
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
 from kgit.progress import warn
 from kgit.records.gate_audit import (
+    BELOW_TOLERANCE,
     CAUGHT,
-    NOT_BUILT,
     SURVIVED,
     TIMED_OUT,
+    UNREACHED,
     GateAudit,
+    KernelFigures,
     MutantResult,
 )
 
@@ -52,8 +71,11 @@ MAX_SOURCE_BYTES = 1_000_000
 # A mutant may take this many times the unmutated gate's time, plus a margin, before it counts
 # as a hang (caught): a mutant that loops forever must not stall the audit for timeout_s.
 TIMEOUT_FACTOR, TIMEOUT_MARGIN_S, TIMEOUT_FLOOR_S = 3.0, 10.0, 30.0
+# The baseline's (quick) audit may take this many gate runs of wall time in all, and at least
+# QUICK_FLOOR_S: a gate of a fraction of a second would leave no time for git's checkout of
+# kgit's audit trees, which costs the same whatever the gate.
+QUICK_GATE_RUNS, QUICK_FLOOR_S = 2.0, 3.0
 _REGULAR = ("100644", "100755")
-_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
 @dataclass
@@ -63,6 +85,7 @@ class Plan:
     commit: str
     sources: dict[str, bytes] = field(default_factory=dict)  # path -> bytes at the commit
     mutants: dict[str, list[Mutant]] = field(default_factory=dict)  # every site, per path
+    functions: dict[str, list[KernelFunction]] = field(default_factory=dict)  # per path
     skipped: list[str] = field(default_factory=list)
     tail_warning: str | None = None
 
@@ -112,6 +135,8 @@ def plan_audit(campaign: Campaign, commit: str) -> Plan:
             plan.skipped.append(f"{path}: no mutation site in its kernel code")
             continue
         plan.sources[path], plan.mutants[path] = data, found
+        if PurePosixPath(path).suffix.lower() in PYTHON_SUFFIXES:
+            plan.functions[path] = kernel_functions(data)
     plan.tail_warning = tail_warning(manifest.target_shapes, blocks, padding)
     return plan
 
@@ -122,8 +147,10 @@ class UnjudgeableGate(KgitError):
 
 
 def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any] | None:
-    """The baseline's audit, sized by `gate_audit_mutants`; never fails the baseline (which is
-    already recorded): what stops the audit is a warning. Returns the audit's summary."""
+    """The baseline's audit, sized by `gate_audit_mutants` and quick (at most QUICK_GATE_RUNS
+    gate runs of wall time, the first survivor of each kernel ends its mutants); never fails
+    the baseline (which is already recorded): what stops the audit is a warning. Returns the
+    audit's summary."""
     count = campaign.manifest.gate_audit_mutants
     if count == 0:
         plan = plan_audit(campaign, campaign.best_tip())
@@ -132,7 +159,7 @@ def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, 
         say("gate audit: off (gate_audit_mutants: 0); kgit gate audit runs one")
         return None
     try:
-        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo)
+        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo, quick=True)
     except UnjudgeableGate as error:
         warn(f"{error.message}\nhint: {error.hint}")
         return None
@@ -150,14 +177,17 @@ def run_audit(
     trigger: str,
     timeout_s: float | None = None,
     echo: bool = False,
+    quick: bool = False,
 ) -> GateAudit:
-    """Plan, warn about tails, audit, warn about survivors: `kgit gate audit` and the baseline."""
+    """Plan, warn about tails, audit, warn about survivors: `kgit gate audit` (full) and the
+    baseline (QUICK)."""
+    started = time.monotonic()
     require_trusted(campaign, "audit the gate (it runs test_command)")
     plan = plan_audit(campaign, campaign.best_tip())
     if plan.tail_warning:
         warn(plan.tail_warning)
     audit = audit_gate(campaign, plan, say, count=count, trigger=trigger, timeout_s=timeout_s,
-                       echo=echo)  # fmt: skip
+                       echo=echo, quick=quick, started=started)  # fmt: skip
     weak = weak_gate_warning(audit)
     if weak:
         warn(weak)
@@ -173,6 +203,8 @@ def audit_gate(
     trigger: str,
     timeout_s: float | None = None,
     echo: bool = False,
+    quick: bool = False,
+    started: float | None = None,
 ) -> GateAudit:
     """Run the gate on COUNT mutants of PLAN's kernel_source files; record the audit.
 
@@ -180,7 +212,7 @@ def audit_gate(
     on the unmutated kernel (recorded: no mutant can be judged)."""
     if not plan.mutants:
         raise nothing_to_mutate(campaign, plan)
-    started = time.monotonic()
+    started = started or time.monotonic()
     audit = GateAudit(
         campaign=campaign.name,
         commit=plan.commit,
@@ -190,12 +222,20 @@ def audit_gate(
         sites=plan.sites,
         skipped=plan.skipped,
         tail_warning=plan.tail_warning,
+        mode="quick" if quick else "full",
     )
     shown = ", ".join(f"{p} ({len(m)})" for p, m in plan.mutants.items())
     say(f"gate audit of {plan.commit[:10]}: mutation sites in {shown}")
     scratch = scratch_tree(campaign, plan.commit, plan.sources, say, echo=echo)
-    with exclusive(campaign), scratch as tree:
-        control = _audit_in(campaign, plan, tree, audit, say, count=count, timeout_s=timeout_s)
+    trees: list[Path] = []
+    try:
+        with exclusive(campaign), scratch as tree:
+            trees.append(tree)
+            run = _Run(campaign, plan, trees, audit, say, count, timeout_s, quick, started, echo)
+            control = run.execute()
+    finally:
+        for extra in trees[1:]:
+            reset(extra)
     audit.seconds = round(time.monotonic() - started, 3)
     record_audit(campaign, audit)
     if audit.error:
@@ -220,7 +260,9 @@ def weak_gate_warning(audit: GateAudit) -> str | None:
     if audit.survivors:
         width = max(len(m.where) for m in audit.survivors)
         listed = "".join(
-            f"\n  {m.where:<{width}}  {m.kind:<11}  {m.mutation}" for m in audit.survivors
+            f"\n  {m.where:<{width}}  {m.kind:<11}  {m.mutation}"
+            + (f"  ({m.note})" if m.note else "")
+            for m in audit.survivors
         )
         parts.append(
             f"{len(audit.survivors)} of {audit.tried} mutants of the kernel SURVIVED the gate "
@@ -247,49 +289,126 @@ def nothing_to_mutate(campaign: Campaign, plan: Plan) -> KgitError:
     )
 
 
-def _audit_in(
-    campaign: Campaign,
-    plan: Plan,
-    tree: Path,
-    audit: GateAudit,
-    say: Say,
-    *,
-    count: int,
-    timeout_s: float | None,
-) -> CommandResult:
-    """Control, canaries, mutants: the three kinds of gate run, filling AUDIT. Returns the
-    control's result."""
-    limit = campaign.manifest.timeout_s
-    control = run_gate(campaign, tree, limit)
-    audit.control_s = round(control.seconds, 3)
-    if not control.ok:
-        why = "timed out" if control.returncode is None else f"exited {control.returncode}"
-        audit.error = (
-            f"gate audit: the gate fails on the unmutated kernel in a clean checkout of "
-            f"{plan.commit[:10]} (it {why} after {control.seconds:.1f} s), so no mutant can be "
-            "judged"
-        )
+@dataclass
+class _Run:
+    """One audit's runs, in kgit's trees (TREES[0] checked out; more added side by side)."""
+
+    campaign: Campaign
+    plan: Plan
+    trees: list[Path]
+    audit: GateAudit
+    say: Say
+    count: int
+    timeout_s: float | None
+    quick: bool
+    started: float
+    echo: bool
+
+    def execute(self) -> CommandResult:
+        """Control and launches, canaries, mutants, survivors against the harness; returns
+        the control's result."""
+        campaign, plan, audit, say = self.campaign, self.plan, self.audit, self.say
+        kernels = any(f.jit for listed in plan.functions.values() for f in listed)
+        observed = observe(campaign, self.trees[0], record=kernels, meanwhile=self._more_trees)
+        control = observed.control
+        audit.control_s = round(control.seconds, 3)
+        if not control.ok:
+            why = "timed out" if control.returncode is None else f"exited {control.returncode}"
+            audit.error = (
+                f"gate audit: the gate fails on the unmutated kernel in a clean checkout of "
+                f"{plan.commit[:10]} (it {why} after {control.seconds:.1f} s), so no mutant can "
+                "be judged"
+            )
+            return control
+        reach = reach_of(plan.functions, observed.shapes, observed.gate)
+        audit.reach = [*observed.notes, *describe(reach)]
+        for line in audit.reach:
+            say(f"gate audit: {line}")
+        limit = campaign.manifest.timeout_s
+        allowed = self.timeout_s or min(limit, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR *
+                                                   control.seconds + TIMEOUT_MARGIN_S))  # fmt: skip
+        audit.timeout_s = round(allowed, 1)
+        budget = self._budget(control)
+        say(f"gate audit: the unmutated kernel passes in {control.seconds:.1f} s; "
+            f"{allowed:.0f} s allowed per mutant (a hang counts as caught)"
+            + (f"; {audit.budget_s:.0f} s for the whole audit" if audit.budget_s else ""))  # fmt: skip
+        self._canaries(observed, allowed, budget)
+        where = {(r.path, r.function): r for r in reach}
+        every = [m for sites in plan.mutants.values() for m in sites]
+        chosen = draw(every, self.count, lambda m: tier_of(where.get((m.path, m.function or ""))))
+        pool = Pool(campaign, self.trees, plan.sources, allowed, budget, self.quick, say)
+        pool.run([(m, where.get((m.path, m.function or ""))) for m in chosen])
+        audit.mutants = [pool.results[i] for i in sorted(pool.results)]
+        for result in audit.mutants:
+            result.reach = result.reach or _tier(where, result)
+        audit.not_run = pool.not_run
+        if pool.not_run:
+            say(f"gate audit: {pool.not_run} drawn mutant(s) not run ("
+                + ("a survivor came first in their kernel, or " if self.quick else "")
+                + "the audit's time ran out); kgit gate audit --max N runs them all")  # fmt: skip
+        keyed = {f"{m.where} {m.description}": m for m in chosen}
+        check_below_tolerance(campaign, self.trees[0], keyed, audit.mutants, budget, say)
+        audit.functions = figures(reach, plan, audit.mutants)
         return control
-    allowed = timeout_s or min(limit, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * control.seconds
-                                          + TIMEOUT_MARGIN_S))  # fmt: skip
-    audit.timeout_s = round(allowed, 1)
-    say(f"gate audit: the unmutated kernel passes in {control.seconds:.1f} s; "
-        f"{allowed:.0f} s allowed per mutant (a hang counts as caught)")  # fmt: skip
-    for path in list(plan.mutants):
-        if _canary_passes(campaign, tree, path, plan.sources[path], allowed, say):
-            audit.unexercised.append(path)
-            del plan.mutants[path]
-    chosen = choose([m for sites in plan.mutants.values() for m in sites], count)
-    for number, mutant in enumerate(chosen, 1):
-        result = _try_mutant(campaign, tree, mutant, plan.sources[mutant.path], allowed)
-        audit.mutants.append(result)
-        by = f" by {result.caught_by}" if result.caught_by else ""
-        say(
-            f"gate audit: [{number}/{len(chosen)}] {mutant.where} {mutant.kind} "
-            f"{mutant.description}: {result.outcome.upper() if result.outcome == SURVIVED else result.outcome}"
-            f"{by if result.outcome == CAUGHT else ''} ({result.seconds:.1f} s)"
+
+    def _more_trees(self) -> None:
+        """The other trees mutants run in, checked out while the control runs."""
+        wanted = min(parallel_trees(self.campaign), self.plan.sites)
+        for index in range(2, wanted + 1):
+            tree = extra_tree(self.campaign, self.plan.commit, index, self.say, echo=self.echo)
+            self.trees.append(tree)
+
+    def _budget(self, control: CommandResult) -> Budget:
+        """The quick audit's deadline: QUICK_GATE_RUNS times the gate's time, that of the
+        baseline's own run of it when recorded (the control runs beside the harness's pass,
+        which slows it where cores are few)."""
+        if not self.quick:
+            return Budget()
+        note = self.campaign.read_gate(self.campaign.repo.tree_of(self.plan.commit))
+        gate_s = min(control.seconds, note.seconds) if note and note.passed else control.seconds
+        self.audit.budget_s = round(max(QUICK_FLOOR_S, QUICK_GATE_RUNS * gate_s), 3)
+        return Budget(self.started + self.audit.budget_s)
+
+    def _canaries(self, observed: Observed, allowed: float, budget: Budget) -> None:
+        """A file the gate launched a kernel of is loaded from the tree: its canary would only
+        confirm it. The others get one (a plain Python kernel, a C++ source)."""
+        launched = {path for path, _ in observed.gate.kernels} if observed.gate else set()
+        for path in list(self.plan.mutants):
+            if path in launched or budget.spent:
+                continue
+            source = self.plan.sources[path]
+            if _canary_passes(self.campaign, self.trees[0], path, source, allowed, self.say):
+                self.audit.unexercised.append(path)
+                del self.plan.mutants[path]
+
+
+def _tier(where: dict[tuple[str, str], Reach], result: MutantResult) -> str | None:
+    found = where.get((result.where.rsplit(":", 1)[0], result.function or ""))
+    return found.tier if found else None
+
+
+def figures(reach: list[Reach], plan: Plan, results: list[MutantResult]) -> list[KernelFigures]:
+    """Per kernel function: its reach, mutation sites, and what its mutants came to."""
+    rows = []
+    for r in reach:
+        mine = [m for m in results if m.function == r.function and m.where.startswith(f"{r.path}:")]
+        outcomes = [m.outcome for m in mine]
+        rows.append(
+            KernelFigures(
+                r.path,
+                r.function,
+                r.line,
+                r.shapes,
+                r.gate,
+                sites=sum(m.function == r.function for m in plan.mutants.get(r.path, [])),
+                tried=sum(o in (CAUGHT, TIMED_OUT, SURVIVED, BELOW_TOLERANCE) for o in outcomes),
+                caught=sum(o in (CAUGHT, TIMED_OUT) for o in outcomes),
+                survived=outcomes.count(SURVIVED),
+                unreached=outcomes.count(UNREACHED),
+                below_tolerance=outcomes.count(BELOW_TOLERANCE),
+            )
         )
-    return control
+    return rows
 
 
 def _canary_passes(
@@ -309,37 +428,6 @@ def _canary_passes(
     else:
         say(f"gate audit: the gate fails with {path} unable to load, as it should")
     return passes
-
-
-def _try_mutant(
-    campaign: Campaign, tree: Path, mutant: Mutant, source: bytes, allowed: float
-) -> MutantResult:
-    result, built = gate_with(campaign, tree, mutant.path, mutant.apply(source), source, allowed)
-    if not built or result is None:
-        outcome, seconds = NOT_BUILT, 0.0
-    else:
-        seconds = result.seconds
-        outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
-    return MutantResult(
-        where=mutant.where,
-        kind=mutant.kind,
-        mutation=mutant.description,
-        outcome=outcome,
-        seconds=round(seconds, 3),
-        caught_by=_caught_by(result) if result is not None and outcome == CAUGHT else None,
-    )
-
-
-def _caught_by(result: CommandResult) -> str:
-    """The first test pytest names as failed, else how the gate ended (a crash of the kernel,
-    an out-of-bounds access that killed the process, shows as its exit status)."""
-    failed = _PYTEST_FAILED.search(result.tail)
-    if failed:
-        return failed.group(1)
-    code = result.returncode or 0
-    signals = {128 + 6: "SIGABRT", 128 + 11: "SIGSEGV", 128 + 7: "SIGBUS", -6: "SIGABRT",
-               -11: "SIGSEGV", -7: "SIGBUS"}  # fmt: skip
-    return f"exit {code}" + (f" ({signals[code]})" if code in signals else "")
 
 
 def record_audit(campaign: Campaign, audit: GateAudit) -> None:

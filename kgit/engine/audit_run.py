@@ -1,0 +1,313 @@
+"""The gate audit's runs: what the gate and the target shapes launch, then the mutants, side by
+side in kgit's audit trees, then the survivors checked against the harness's own reference.
+
+1. The control (the gate on the unmutated kernel) and one harness pass over the target shapes
+   run at once, each with kgit's launch recorder (kgit/engine/launches.py): which kernels each
+   launches (kgit/judge/reach.py).
+2. Mutants in order of reach (kgit/judge/mutants.py `draw`): a mutant of a kernel that neither
+   launches is not run (UNREACHED); one of a kernel the target shapes launch and the gate never
+   does survives without a run (no test can see it). The rest run the gate, several trees at
+   once where the gate is CPU-bound (`parallel_trees`).
+3. A survivor in code the target shapes run is run through the harness: when the harness's own
+   reference check passes it on every target shape, it is below the gate's tolerance.
+
+The quick audit (at baseline) stops at the first survivor of each kernel and within its budget
+(two gate runs of wall time); the full one (`kgit gate audit`) judges every drawn mutant.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kgit.engine.audit_tree import gate_env, mutant_env, reset, write_file
+from kgit.engine.campaign import Campaign
+from kgit.engine.gate import Say
+from kgit.engine.launches import read_launches, recording
+from kgit.engine.runner import CommandResult, Started, harness_command, start_command
+from kgit.judge.mutants import Mutant
+from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach
+from kgit.records.gate_audit import (
+    BELOW_TOLERANCE,
+    CAUGHT,
+    SURVIVED,
+    TIMED_OUT,
+    UNREACHED_WORDS,
+    MutantResult,
+)
+
+POLL_S = 0.05
+_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+
+
+@dataclass
+class Budget:
+    """The audit's deadline (time.monotonic()); None: no limit (a full audit)."""
+
+    deadline: float | None = None
+
+    def left(self, wanted: float) -> float:
+        """WANTED seconds, or what is left before the deadline when that is less."""
+        return wanted if self.deadline is None else min(wanted, self.deadline - time.monotonic())
+
+    @property
+    def spent(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+@dataclass
+class Observed:
+    """The control's result and what the gate and the target shapes launched (None: not
+    recorded, e.g. a harness that could not run or a kernel with no Triton function)."""
+
+    control: CommandResult
+    gate: Launches | None
+    shapes: Launches | None
+    notes: list[str] = field(default_factory=list)
+
+
+def observe(
+    campaign: Campaign, tree: Path, *, record: bool, meanwhile: Callable[[], None]
+) -> Observed:
+    """The control gate and, when RECORD, a harness pass over the target shapes, at once, both
+    recorded; MEANWHILE runs while they do (the other audit trees are checked out then)."""
+    limit, tether = campaign.manifest.timeout_s, campaign.repo.common_dir
+    with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
+        folder = Path(scratch)
+        gate_log, shapes_log = folder / "gate.jsonl", folder / "shapes.jsonl"
+        env = recording(gate_env(tree), gate_log) if record else gate_env(tree)
+        gate = start_command(campaign.manifest.test_command, tree, tether=tether, env=env)
+        harness: Started | None = None
+        try:
+            if record:
+                harness = _start_harness(campaign, tree, folder, shapes_log)
+            meanwhile()
+            control = gate.wait(limit)
+            ran = harness.wait(limit) if harness else None
+        finally:
+            for started in (gate, harness):
+                if started is not None and started.proc.poll() is None:
+                    started.kill()
+        if not record:
+            return Observed(control, None, None)
+        notes = []
+        shapes = read_launches(shapes_log, tree)
+        if ran is None or ran.returncode not in (0, 1):
+            why = (
+                "timed out" if ran is None or ran.returncode is None else f"exited {ran.returncode}"
+            )
+            notes.append(f"the harness's pass over the target shapes {why}: what they launch is "
+                         "not known")  # fmt: skip
+            shapes = Launches()
+        return Observed(control, read_launches(gate_log, tree), shapes, notes)
+
+
+def _start_harness(campaign: Campaign, tree: Path, folder: Path, log: Path) -> Started:
+    """One harness pass over the target shapes, its figures thrown away. It takes no device
+    lock: like the gate's own tests, it measures nothing that is kept."""
+    shapes = folder / "shapes.json"
+    shapes.write_text(json.dumps(campaign.manifest.target_shapes))
+    command = harness_command(campaign.manifest.quick_command, folder / "summary.csv", shapes)
+    env = recording(gate_env(tree), log)
+    return start_command(command, tree, tether=campaign.repo.common_dir, env=env)
+
+
+@dataclass
+class _Running:
+    index: int
+    mutant: Mutant
+    tree: Path
+    started: Started
+    ends: float  # when it is killed: its hang allowance, or the budget's deadline
+    hangs: bool  # whether ENDS is the hang allowance (a kill then catches the mutant)
+
+
+@dataclass
+class Pool:
+    """Mutants run side by side, one per tree; results keyed by their place in the draw."""
+
+    campaign: Campaign
+    trees: list[Path]
+    sources: dict[str, bytes]
+    allowed: float  # seconds before a gate run counts as a hang
+    budget: Budget
+    quick: bool
+    say: Say
+    results: dict[int, MutantResult] = field(default_factory=dict)
+    not_run: int = 0
+    survived_in: set[str] = field(default_factory=set)  # kernels with a survivor (quick)
+
+    def run(self, chosen: list[tuple[Mutant, Reach | None]]) -> None:
+        queue = list(enumerate(chosen, 1))
+        running: list[_Running] = []
+        free = list(self.trees)
+        total = len(chosen)
+        try:
+            while queue or running:
+                while queue and free and not self.budget.spent:
+                    index, (mutant, reach) = queue.pop(0)
+                    if self.quick and _kernel(mutant) in self.survived_in:
+                        self.not_run += 1
+                        continue
+                    judged = _judged_unrun(mutant, reach)
+                    if judged is not None:
+                        self._keep(index, total, judged)
+                        continue
+                    running.append(self._start(index, mutant, free.pop(0)))
+                if queue and self.budget.spent:
+                    self.not_run += len(queue)
+                    queue.clear()
+                for job in list(running):
+                    result = job.started.poll()
+                    if result is None and time.monotonic() < job.ends:
+                        continue
+                    running.remove(job)
+                    self._finish(job, result or job.started.kill(), total)
+                    free.append(job.tree)
+                time.sleep(POLL_S if running else 0)
+        finally:
+            for job in running:
+                job.started.kill()
+                self._restore(job)
+
+    def _start(self, index: int, mutant: Mutant, tree: Path) -> _Running:
+        write_file(tree, mutant.path, mutant.apply(self.sources[mutant.path]))
+        started = start_command(self.campaign.manifest.test_command, tree,
+                                tether=self.campaign.repo.common_dir, env=mutant_env(tree))  # fmt: skip
+        ends = self.budget.left(self.allowed)
+        return _Running(index, mutant, tree, started, time.monotonic() + ends,
+                        ends >= self.allowed)  # fmt: skip
+
+    def _restore(self, job: _Running) -> None:
+        write_file(job.tree, job.mutant.path, self.sources[job.mutant.path])
+        reset(job.tree)
+
+    def _finish(self, job: _Running, result: CommandResult, total: int) -> None:
+        self._restore(job)
+        if result.returncode is None and not job.hangs:
+            self.not_run += 1  # stopped by the budget's deadline, not judged
+            self.say(f"gate audit: [{job.index}/{total}] {job.mutant.where}: stopped, out of the "
+                     "audit's time")  # fmt: skip
+            return
+        outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
+        self._keep(job.index, total, _result(job.mutant, outcome, result))
+
+    def _keep(self, index: int, total: int, result: MutantResult) -> None:
+        self.results[index] = result
+        if result.outcome == SURVIVED and result.function:
+            self.survived_in.add(f"{result.where.rsplit(':', 1)[0]}:{result.function}")
+        shown = result.outcome.upper() if result.outcome == SURVIVED else result.outcome
+        by = f" by {result.caught_by}" if result.outcome == CAUGHT and result.caught_by else ""
+        note = f" ({result.note})" if result.note else f" ({result.seconds:.1f} s)"
+        self.say(f"gate audit: [{index}/{total}] {result.where} {result.kind} {result.mutation}: "
+                 f"{shown}{by}{note}")  # fmt: skip
+
+
+def _kernel(mutant: Mutant) -> str:
+    return f"{mutant.path}:{mutant.function}"
+
+
+def _judged_unrun(mutant: Mutant, reach: Reach | None) -> MutantResult | None:
+    """The mutants whose gate run would tell nothing: in a kernel nobody launches (any gate
+    passes it), or in one the target shapes launch and the gate never does (no test sees it)."""
+    if reach is None:
+        return None
+    if reach.tier == UNREACHED:
+        note = f"{UNREACHED_WORDS}: {reach.function} ({reach.where}) is never launched"
+        return _result(mutant, UNREACHED, None, note=note, reach=reach.tier)
+    if reach.tier == SHAPES and reach.gate is False:
+        note = f"not run: the gate never launches {reach.function}, which the target shapes do"
+        return _result(mutant, SURVIVED, None, note=note, reach=reach.tier)
+    return None
+
+
+def _result(
+    mutant: Mutant,
+    outcome: str,
+    ran: CommandResult | None,
+    *,
+    note: str | None = None,
+    reach: str | None = None,
+) -> MutantResult:
+    return MutantResult(
+        where=mutant.where,
+        kind=mutant.kind,
+        mutation=mutant.description,
+        outcome=outcome,
+        seconds=round(ran.seconds, 3) if ran else 0.0,
+        caught_by=caught_by(ran) if ran is not None and outcome == CAUGHT else None,
+        function=mutant.function,
+        reach=reach,
+        note=note,
+    )
+
+
+def check_below_tolerance(
+    campaign: Campaign,
+    tree: Path,
+    chosen: dict[str, Mutant],
+    results: list[MutantResult],
+    budget: Budget,
+    say: Say,
+) -> None:
+    """Each survivor the gate ran, in code the target shapes run, through the harness on the
+    target shapes: its reference check passing on every shape makes it BELOW_TOLERANCE."""
+    for result in results:
+        mutant = chosen.get(f"{result.where} {result.mutation}")
+        if result.outcome != SURVIVED or result.note or result.reach != SHAPES or not mutant:
+            continue
+        left = budget.left(campaign.manifest.timeout_s)
+        if left <= 1:
+            result.note = "not checked against the harness: out of the audit's time"
+            continue
+        source = (tree / mutant.path).read_bytes()
+        write_file(tree, mutant.path, mutant.apply(source))
+        try:
+            passed = _harness_passes(campaign, tree, left)
+        finally:
+            write_file(tree, mutant.path, source)
+            reset(tree)
+        if passed is None:
+            result.note = "not checked against the harness: it did not run to the end"
+        elif passed:
+            result.outcome = BELOW_TOLERANCE
+            result.note = "the harness's reference check passes it on every target shape"
+        else:
+            result.note = "the harness's reference check fails it: a hole in the gate"
+        say(f"gate audit: {result.where} {result.mutation}: {result.note}")
+
+
+def _harness_passes(campaign: Campaign, tree: Path, timeout_s: float) -> bool | None:
+    """Whether the harness passes every target shape (exit 0) or some fail (1); None else."""
+    with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
+        folder = Path(scratch)
+        shapes = folder / "shapes.json"
+        shapes.write_text(json.dumps(campaign.manifest.target_shapes))
+        command = harness_command(campaign.manifest.quick_command, folder / "summary.csv", shapes)
+        started = start_command(command, tree, tether=campaign.repo.common_dir, env=gate_env(tree))
+        ran = started.wait(timeout_s)
+    return {0: True, 1: False}.get(ran.returncode) if ran.returncode is not None else None
+
+
+def caught_by(result: CommandResult) -> str:
+    """The first test pytest names as failed, else how the gate ended (a crash of the kernel,
+    an out-of-bounds access that killed the process, shows as its exit status)."""
+    failed = _PYTEST_FAILED.search(result.tail)
+    if failed:
+        return failed.group(1)
+    code = result.returncode or 0
+    signals = {128 + 6: "SIGABRT", 128 + 11: "SIGSEGV", 128 + 7: "SIGBUS", -6: "SIGABRT",
+               -11: "SIGSEGV", -7: "SIGBUS"}  # fmt: skip
+    return f"exit {code}" + (f" ({signals[code]})" if code in signals else "")
+
+
+def tier_of(reach: Reach | None) -> int:
+    """The draw's order (kgit/judge/mutants.py draw): shapes, gate, not known, unreached."""
+    if reach is None:
+        return 2
+    return {SHAPES: 0, GATE: 1, UNREACHED: 3}.get(reach.tier, 2)
