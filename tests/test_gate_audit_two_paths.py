@@ -102,3 +102,27 @@ def test_the_audit_tells_a_weak_gate_from_a_strong_one(two_paths_repo: Path) -> 
     assert _figures(weak, ROW)["survived"] == weak["survived"]
     block = _figures(weak, BLOCK)
     assert block["shapes"] is False and block["gate"] is False and block["tried"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gate", ["test_weak.py", "test_strong.py"])
+def test_the_baseline_audit_costs_at_most_two_gate_runs(two_paths_repo: Path, gate: str) -> None:
+    _init(two_paths_repo, "c1", gate)
+    result = run_kgit("baseline", "--json")
+    assert result.code == 0, result
+    state = json.loads(git(two_paths_repo, "show", "refs/kgit/c1/campaign:state.json"))
+    audit = state["gate_audit"]
+    tree = git(two_paths_repo, "rev-parse", "HEAD^{tree}")
+    gate_note = json.loads(git(two_paths_repo, "show", f"refs/notes/kgit/c1/gate:{tree}"))
+    # The figures the record keeps: the baseline's own gate run, and the audit's wall time.
+    gate_s, audit_s = gate_note["seconds"], audit["seconds"]
+    print(f"{gate}: gate {gate_s:.1f} s, audit {audit_s:.1f} s, {audit['functions']}")
+    assert audit["mode"] == "quick" and audit_s <= 2 * gate_s, (gate_s, audit_s, result.err)
+    judged = [m for m in audit["mutants"] if m["outcome"] not in ("unreached",)]
+    assert judged, result.err  # the budget left room for mutants, not only for the control
+    assert all(m["function"] == ROW for m in judged)
+    if gate == "test_weak.py":
+        # The first survivor ends the row kernel's mutants: one survivor, no more.
+        assert [m["outcome"] for m in judged].count("survived") == 1, result.err
+    else:
+        assert all(m["outcome"] != "survived" for m in audit["mutants"]), result.err

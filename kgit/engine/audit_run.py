@@ -18,6 +18,7 @@ The quick audit (at baseline) stops at the first survivor of each kernel and wit
 from __future__ import annotations
 
 import json
+import math
 import re
 import tempfile
 import time
@@ -119,7 +120,7 @@ def _start_harness(campaign: Campaign, tree: Path, folder: Path, log: Path) -> S
 
 @dataclass
 class _Running:
-    index: int
+    order: int  # its place in the draw (as taken from the queue)
     mutant: Mutant
     tree: Path
     started: Started
@@ -127,9 +128,24 @@ class _Running:
     hangs: bool  # whether ENDS is the hang allowance (a kill then catches the mutant)
 
 
+Queue = list[tuple[Mutant, Reach | None]]
+
+
+@dataclass
+class Control:
+    """The control gate, run beside the first mutants (the quick audit): its tree is the
+    first, taken by no mutant until it ends. SETTLE(result) gives the queue again in the
+    order the gate's launches make (None: the control failed, the mutants are void)."""
+
+    started: Started
+    ends: float
+    settle: Callable[[CommandResult, Queue], Queue | None]
+    result: CommandResult | None = None
+
+
 @dataclass
 class Pool:
-    """Mutants run side by side, one per tree; results keyed by their place in the draw."""
+    """Mutants run side by side, one per tree; `results` in the draw's order (as taken)."""
 
     campaign: Campaign
     trees: list[Path]
@@ -138,74 +154,106 @@ class Pool:
     budget: Budget
     quick: bool
     say: Say
-    results: dict[int, MutantResult] = field(default_factory=dict)
+    judged: list[tuple[int, MutantResult]] = field(default_factory=list)
     not_run: int = 0
     survived_in: set[str] = field(default_factory=set)  # kernels with a survivor (quick)
+    void: bool = False  # the control failed: no result stands
+    taken: set[Mutant] = field(default_factory=set)  # drawn from the queue: run, judged, skipped
+    # No mutant starts with less time left than this (the quick audit: half the control's
+    # time): one the deadline would stop only slows those running beside it.
+    least_s: float = 0.0
+    total: int = 0
 
-    def run(self, chosen: list[tuple[Mutant, Reach | None]]) -> None:
-        queue = list(enumerate(chosen, 1))
+    def run(self, queue: Queue, control: Control | None = None) -> None:
+        queue = list(queue)
+        self.total = len(queue)
         running: list[_Running] = []
-        free = list(self.trees)
-        total = len(chosen)
+        free = list(self.trees[1:] if control else self.trees)
         try:
-            while queue or running:
-                while queue and free and not self.budget.spent:
-                    index, (mutant, reach) = queue.pop(0)
-                    if self.quick and _kernel(mutant) in self.survived_in:
-                        self.not_run += 1
-                        continue
-                    judged = _judged_unrun(mutant, reach)
-                    if judged is not None:
-                        self._keep(index, total, judged)
-                        continue
-                    running.append(self._start(index, mutant, free.pop(0)))
-                if queue and self.budget.spent:
-                    self.not_run += len(queue)
-                    queue.clear()
+            while (queue or running or control) and not self.void:
+                if control and self._control_ended(control, running, queue):
+                    free.insert(0, self.trees[0])
+                    control = None
+                    continue
+                self._start_some(queue, free, running)
                 for job in list(running):
                     result = job.started.poll()
                     if result is None and time.monotonic() < job.ends:
                         continue
                     running.remove(job)
-                    self._finish(job, result or job.started.kill(), total)
+                    self._finish(job, result or job.started.kill())
                     free.append(job.tree)
-                time.sleep(POLL_S if running else 0)
+                time.sleep(POLL_S if running or control else 0)
         finally:
             for job in running:
                 job.started.kill()
                 self._restore(job)
 
-    def _start(self, index: int, mutant: Mutant, tree: Path) -> _Running:
+    def _control_ended(self, control: Control, running: list[_Running], queue: Queue) -> bool:
+        result = control.started.poll()
+        if result is None and time.monotonic() < control.ends:
+            return False
+        control.result = result or control.started.kill()
+        settled = control.settle(control.result, queue)
+        if settled is None:
+            self.void = True
+            return True
+        queue[:] = settled
+        self.total = len(self.taken) + len(queue)
+        return True
+
+    def _start_some(self, queue: Queue, free: list[Path], running: list[_Running]) -> None:
+        while queue and free and self.budget.left(math.inf) > self.least_s:
+            mutant, reach = queue.pop(0)
+            self.taken.add(mutant)
+            order = len(self.taken)
+            if self.quick and _kernel(mutant) in self.survived_in:
+                self.not_run += 1
+                continue
+            judged = _judged_unrun(mutant, reach)
+            if judged is not None:
+                self._keep(order, judged)
+                continue
+            running.append(self._start(order, mutant, free.pop(0)))
+        if queue and self.budget.left(math.inf) <= self.least_s:
+            self.not_run += len(queue)
+            queue.clear()
+
+    @property
+    def results(self) -> list[MutantResult]:
+        return [result for _, result in sorted(self.judged, key=lambda pair: pair[0])]
+
+    def _start(self, order: int, mutant: Mutant, tree: Path) -> _Running:
         write_file(tree, mutant.path, mutant.apply(self.sources[mutant.path]))
         started = start_command(self.campaign.manifest.test_command, tree,
                                 tether=self.campaign.repo.common_dir, env=mutant_env(tree))  # fmt: skip
         ends = self.budget.left(self.allowed)
-        return _Running(index, mutant, tree, started, time.monotonic() + ends,
+        return _Running(order, mutant, tree, started, time.monotonic() + ends,
                         ends >= self.allowed)  # fmt: skip
 
     def _restore(self, job: _Running) -> None:
         write_file(job.tree, job.mutant.path, self.sources[job.mutant.path])
         reset(job.tree)
 
-    def _finish(self, job: _Running, result: CommandResult, total: int) -> None:
+    def _finish(self, job: _Running, result: CommandResult) -> None:
         self._restore(job)
         if result.returncode is None and not job.hangs:
             self.not_run += 1  # stopped by the budget's deadline, not judged
-            self.say(f"gate audit: [{job.index}/{total}] {job.mutant.where}: stopped, out of the "
-                     "audit's time")  # fmt: skip
+            self.say(f"gate audit: {job.mutant.where} {job.mutant.description}: stopped, out "
+                     "of the audit's time")  # fmt: skip
             return
         outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
-        self._keep(job.index, total, _result(job.mutant, outcome, result))
+        self._keep(job.order, _result(job.mutant, outcome, result))
 
-    def _keep(self, index: int, total: int, result: MutantResult) -> None:
-        self.results[index] = result
+    def _keep(self, order: int, result: MutantResult) -> None:
+        self.judged.append((order, result))
         if result.outcome == SURVIVED and result.function:
             self.survived_in.add(f"{result.where.rsplit(':', 1)[0]}:{result.function}")
         shown = result.outcome.upper() if result.outcome == SURVIVED else result.outcome
         by = f" by {result.caught_by}" if result.outcome == CAUGHT and result.caught_by else ""
         note = f" ({result.note})" if result.note else f" ({result.seconds:.1f} s)"
-        self.say(f"gate audit: [{index}/{total}] {result.where} {result.kind} {result.mutation}: "
-                 f"{shown}{by}{note}")  # fmt: skip
+        self.say(f"gate audit: [{len(self.judged)}/{self.total}] {result.where} {result.kind} "
+                 f"{result.mutation}: {shown}{by}{note}")  # fmt: skip
 
 
 def _kernel(mutant: Mutant) -> str:

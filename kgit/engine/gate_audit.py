@@ -5,12 +5,17 @@ best line's commit out in a work tree of kgit's own, `.git/kgit/worktrees/<campa
 runs the gate (the manifest's test_command, as the commit hook runs it) there:
 
 1. on the unmutated kernel (the control: it must pass, or no mutant can be judged; its time sizes
-   the per-mutant timeout);
+   the per-mutant timeout), recording which Triton kernels it launches, as the target shapes'
+   harness pass is recorded too (kgit/engine/launches.py, kgit/judge/reach.py);
 2. on each kernel_source file replaced by one that cannot load or build (the canary: a gate that
-   still passes never loads that file from the tree, e.g. it imports an installed copy);
-3. on each mutant (kgit/judge/mutants.py), one at a time, the file restored after each.
+   still passes never loads that file from the tree, e.g. it imports an installed copy), unless
+   the gate launched a kernel of that file;
+3. on mutants (kgit/judge/mutants.py), code the target shapes run first, in `audit-N` trees side
+   by side where the gate is CPU-bound; a mutant in a kernel nobody launches is not run.
 
-The user's work tree is never touched; a kill leaves at most a mutated file in kgit's own tree,
+How the runs are ordered and timed, in full (`kgit gate audit`) and quick (the baseline's, at
+most two gate runs of wall time): kgit/engine/audit_modes.py; each run: kgit/engine/audit_run.py.
+The user's work tree is never touched; a kill leaves at most a mutated file in kgit's own trees,
 which the next audit's checkout resets.
 """
 
@@ -21,60 +26,20 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kgit.engine.audit_run import (
-    Budget,
-    Observed,
-    Pool,
-    check_below_tolerance,
-    observe,
-    tier_of,
-)
-from kgit.engine.audit_tree import (
-    exclusive,
-    extra_tree,
-    gate_with,
-    parallel_trees,
-    reset,
-    scratch_tree,
-    tree_path,
-)
+from kgit.engine.audit_modes import AuditRun
+from kgit.engine.audit_tree import exclusive, reset, scratch_tree, tree_path
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say, gate_files
-from kgit.engine.runner import CommandResult
 from kgit.engine.trust import require_trusted
 from kgit.errors import KgitError
-from kgit.judge.mutants import (
-    CPP_SUFFIXES,
-    PYTHON_SUFFIXES,
-    Mutant,
-    NotMutable,
-    draw,
-    mutants_of,
-)
+from kgit.judge.mutants import PYTHON_SUFFIXES, Mutant, NotMutable, mutants_of
 from kgit.judge.mutants_python import KernelFunction, kernel_functions
-from kgit.judge.reach import Reach, describe, reach_of
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
 from kgit.progress import warn
-from kgit.records.gate_audit import (
-    BELOW_TOLERANCE,
-    CAUGHT,
-    SURVIVED,
-    TIMED_OUT,
-    UNREACHED,
-    GateAudit,
-    KernelFigures,
-    MutantResult,
-)
+from kgit.records.gate_audit import GateAudit
 
 MAX_SOURCE_BYTES = 1_000_000
-# A mutant may take this many times the unmutated gate's time, plus a margin, before it counts
-# as a hang (caught): a mutant that loops forever must not stall the audit for timeout_s.
-TIMEOUT_FACTOR, TIMEOUT_MARGIN_S, TIMEOUT_FLOOR_S = 3.0, 10.0, 30.0
-# The baseline's (quick) audit may take this many gate runs of wall time in all, and at least
-# QUICK_FLOOR_S: a gate of a fraction of a second would leave no time for git's checkout of
-# kgit's audit trees, which costs the same whatever the gate.
-QUICK_GATE_RUNS, QUICK_FLOOR_S = 2.0, 3.0
 _REGULAR = ("100644", "100755")
 
 
@@ -147,8 +112,8 @@ class UnjudgeableGate(KgitError):
 
 
 def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any] | None:
-    """The baseline's audit, sized by `gate_audit_mutants` and quick (at most QUICK_GATE_RUNS
-    gate runs of wall time, the first survivor of each kernel ends its mutants); never fails
+    """The baseline's audit, sized by `gate_audit_mutants` and quick (at most two gate runs
+    of wall time: kgit/engine/audit_modes.py, the first survivor of each kernel ends its mutants); never fails
     the baseline (which is already recorded): what stops the audit is a warning. Returns the
     audit's summary."""
     count = campaign.manifest.gate_audit_mutants
@@ -231,8 +196,8 @@ def audit_gate(
     try:
         with exclusive(campaign), scratch as tree:
             trees.append(tree)
-            run = _Run(campaign, plan, trees, audit, say, count, timeout_s, quick, started, echo)
-            control = run.execute()
+            run = AuditRun(campaign, plan, trees, audit, say, count, timeout_s, started, echo)
+            control = run.quick() if quick else run.full()
     finally:
         for extra in trees[1:]:
             reset(extra)
@@ -287,147 +252,6 @@ def nothing_to_mutate(campaign: Campaign, plan: Plan) -> KgitError:
         "kernel_source names"
         + ("" if sources else "; this campaign declares none (kgit init --kernel-source PATH)"),
     )
-
-
-@dataclass
-class _Run:
-    """One audit's runs, in kgit's trees (TREES[0] checked out; more added side by side)."""
-
-    campaign: Campaign
-    plan: Plan
-    trees: list[Path]
-    audit: GateAudit
-    say: Say
-    count: int
-    timeout_s: float | None
-    quick: bool
-    started: float
-    echo: bool
-
-    def execute(self) -> CommandResult:
-        """Control and launches, canaries, mutants, survivors against the harness; returns
-        the control's result."""
-        campaign, plan, audit, say = self.campaign, self.plan, self.audit, self.say
-        kernels = any(f.jit for listed in plan.functions.values() for f in listed)
-        observed = observe(campaign, self.trees[0], record=kernels, meanwhile=self._more_trees)
-        control = observed.control
-        audit.control_s = round(control.seconds, 3)
-        if not control.ok:
-            why = "timed out" if control.returncode is None else f"exited {control.returncode}"
-            audit.error = (
-                f"gate audit: the gate fails on the unmutated kernel in a clean checkout of "
-                f"{plan.commit[:10]} (it {why} after {control.seconds:.1f} s), so no mutant can "
-                "be judged"
-            )
-            return control
-        reach = reach_of(plan.functions, observed.shapes, observed.gate)
-        audit.reach = [*observed.notes, *describe(reach)]
-        for line in audit.reach:
-            say(f"gate audit: {line}")
-        limit = campaign.manifest.timeout_s
-        allowed = self.timeout_s or min(limit, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR *
-                                                   control.seconds + TIMEOUT_MARGIN_S))  # fmt: skip
-        audit.timeout_s = round(allowed, 1)
-        budget = self._budget(control)
-        say(f"gate audit: the unmutated kernel passes in {control.seconds:.1f} s; "
-            f"{allowed:.0f} s allowed per mutant (a hang counts as caught)"
-            + (f"; {audit.budget_s:.0f} s for the whole audit" if audit.budget_s else ""))  # fmt: skip
-        self._canaries(observed, allowed, budget)
-        where = {(r.path, r.function): r for r in reach}
-        every = [m for sites in plan.mutants.values() for m in sites]
-        chosen = draw(every, self.count, lambda m: tier_of(where.get((m.path, m.function or ""))))
-        pool = Pool(campaign, self.trees, plan.sources, allowed, budget, self.quick, say)
-        pool.run([(m, where.get((m.path, m.function or ""))) for m in chosen])
-        audit.mutants = [pool.results[i] for i in sorted(pool.results)]
-        for result in audit.mutants:
-            result.reach = result.reach or _tier(where, result)
-        audit.not_run = pool.not_run
-        if pool.not_run:
-            say(f"gate audit: {pool.not_run} drawn mutant(s) not run ("
-                + ("a survivor came first in their kernel, or " if self.quick else "")
-                + "the audit's time ran out); kgit gate audit --max N runs them all")  # fmt: skip
-        keyed = {f"{m.where} {m.description}": m for m in chosen}
-        check_below_tolerance(campaign, self.trees[0], keyed, audit.mutants, budget, say)
-        audit.functions = figures(reach, plan, audit.mutants)
-        return control
-
-    def _more_trees(self) -> None:
-        """The other trees mutants run in, checked out while the control runs."""
-        wanted = min(parallel_trees(self.campaign), self.plan.sites)
-        for index in range(2, wanted + 1):
-            tree = extra_tree(self.campaign, self.plan.commit, index, self.say, echo=self.echo)
-            self.trees.append(tree)
-
-    def _budget(self, control: CommandResult) -> Budget:
-        """The quick audit's deadline: QUICK_GATE_RUNS times the gate's time, that of the
-        baseline's own run of it when recorded (the control runs beside the harness's pass,
-        which slows it where cores are few)."""
-        if not self.quick:
-            return Budget()
-        note = self.campaign.read_gate(self.campaign.repo.tree_of(self.plan.commit))
-        gate_s = min(control.seconds, note.seconds) if note and note.passed else control.seconds
-        self.audit.budget_s = round(max(QUICK_FLOOR_S, QUICK_GATE_RUNS * gate_s), 3)
-        return Budget(self.started + self.audit.budget_s)
-
-    def _canaries(self, observed: Observed, allowed: float, budget: Budget) -> None:
-        """A file the gate launched a kernel of is loaded from the tree: its canary would only
-        confirm it. The others get one (a plain Python kernel, a C++ source)."""
-        launched = {path for path, _ in observed.gate.kernels} if observed.gate else set()
-        for path in list(self.plan.mutants):
-            if path in launched or budget.spent:
-                continue
-            source = self.plan.sources[path]
-            if _canary_passes(self.campaign, self.trees[0], path, source, allowed, self.say):
-                self.audit.unexercised.append(path)
-                del self.plan.mutants[path]
-
-
-def _tier(where: dict[tuple[str, str], Reach], result: MutantResult) -> str | None:
-    found = where.get((result.where.rsplit(":", 1)[0], result.function or ""))
-    return found.tier if found else None
-
-
-def figures(reach: list[Reach], plan: Plan, results: list[MutantResult]) -> list[KernelFigures]:
-    """Per kernel function: its reach, mutation sites, and what its mutants came to."""
-    rows = []
-    for r in reach:
-        mine = [m for m in results if m.function == r.function and m.where.startswith(f"{r.path}:")]
-        outcomes = [m.outcome for m in mine]
-        rows.append(
-            KernelFigures(
-                r.path,
-                r.function,
-                r.line,
-                r.shapes,
-                r.gate,
-                sites=sum(m.function == r.function for m in plan.mutants.get(r.path, [])),
-                tried=sum(o in (CAUGHT, TIMED_OUT, SURVIVED, BELOW_TOLERANCE) for o in outcomes),
-                caught=sum(o in (CAUGHT, TIMED_OUT) for o in outcomes),
-                survived=outcomes.count(SURVIVED),
-                unreached=outcomes.count(UNREACHED),
-                below_tolerance=outcomes.count(BELOW_TOLERANCE),
-            )
-        )
-    return rows
-
-
-def _canary_passes(
-    campaign: Campaign, tree: Path, path: str, source: bytes, allowed: float, say: Say
-) -> bool:
-    """Whether the gate passes with PATH replaced by a file that cannot load or build."""
-    suffix = PurePosixPath(path).suffix.lower()
-    if suffix in PYTHON_SUFFIXES:
-        broken = b'raise ImportError("kgit gate audit: a canary that must not load")\n' + source
-    else:
-        assert suffix in CPP_SUFFIXES
-        broken = b'#error "kgit gate audit: a canary that must not build"\n' + source
-    result, built = gate_with(campaign, tree, path, broken, source, allowed)
-    passes = built and result is not None and result.ok
-    if passes:
-        say(f"gate audit: the gate PASSES with {path} unable to load: it never loads that file")
-    else:
-        say(f"gate audit: the gate fails with {path} unable to load, as it should")
-    return passes
 
 
 def record_audit(campaign: Campaign, audit: GateAudit) -> None:

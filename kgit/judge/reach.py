@@ -38,7 +38,8 @@ class Launches:
 
 def parse_launches(text: str, roots: Iterable[str]) -> Launches:
     """The recorder's log TEXT; ROOTS: the tree's folder as the processes may have spelt it
-    (as given, resolved), each without a trailing slash."""
+    (as given, resolved). A record's own `cwd` counts as a root too: the baseline's harness pass
+    runs in another of kgit's trees than the audit's."""
     found = Launches()
     prefixes = [root.rstrip("/") + "/" for root in roots]
     started = patched = False
@@ -56,7 +57,8 @@ def parse_launches(text: str, roots: Iterable[str]) -> Launches:
         if "kernel" not in record:
             continue
         path = str(record.get("file", ""))
-        inside = next((path[len(p) :] for p in prefixes if path.startswith(p)), None)
+        own = [str(record["cwd"]).rstrip("/") + "/"] if record.get("cwd") else []
+        inside = next((path[len(p) :] for p in [*prefixes, *own] if path.startswith(p)), None)
         if inside is None:
             found.outside.add(path)
             continue
