@@ -183,7 +183,7 @@ class AuditRun:
         gate_s = note.seconds if note and note.passed else self.campaign.manifest.timeout_s / 2
         self.audit.budget_s = round(max(QUICK_FLOOR_S, QUICK_GATE_RUNS * gate_s), 3)
         self.say(f"gate audit: quick, {self.audit.budget_s:.1f} s in all (two runs of the gate, "
-                 "which took {:.1f} s at baseline)".format(gate_s))  # fmt: skip
+                 f"which took {gate_s:.1f} s at baseline)")  # fmt: skip
         return Budget(self.started + self.audit.budget_s - RESERVE_S)
 
     def _more_trees(self) -> None:
@@ -221,8 +221,8 @@ class AuditRun:
                      "in their kernel, or the audit's time ran out); kgit gate audit --max N "
                      "runs them all")  # fmt: skip
         keyed = {f"{m.where} {m.description}": m for m, _ in queue}
-        check_below_tolerance(self.campaign, self.trees[0], keyed, self.audit.mutants, budget,
-                              self.say)  # fmt: skip
+        check_below_tolerance(self.campaign, self.trees[0], self.plan.commit, keyed,
+                              self.audit.mutants, budget, self.say)  # fmt: skip
         self.audit.functions = figures(reach, self.plan, self.audit.mutants)
 
 

@@ -33,6 +33,7 @@ from kgit.engine.launches import read_launches, recording
 from kgit.engine.runner import CommandResult, Started, harness_command, start_command
 from kgit.judge.mutants import Mutant
 from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach
+from kgit.judge.tolerance import MARGIN_DB, below_tolerance
 from kgit.records.gate_audit import (
     BELOW_TOLERANCE,
     CAUGHT,
@@ -184,7 +185,9 @@ class Pool:
                     self._finish(job, result or job.started.kill())
                     free.append(job.tree)
                 time.sleep(POLL_S if running or control else 0)
-        finally:
+        finally:  # an interrupt (or a void control) leaves no gate running, no mutant in place
+            if control is not None and control.result is None:
+                control.started.kill()
             for job in running:
                 job.started.kill()
                 self._restore(job)
@@ -298,13 +301,17 @@ def _result(
 def check_below_tolerance(
     campaign: Campaign,
     tree: Path,
+    commit: str,
     chosen: dict[str, Mutant],
     results: list[MutantResult],
     budget: Budget,
     say: Say,
 ) -> None:
     """Each survivor the gate ran, in code the target shapes run, through the harness on the
-    target shapes: its reference check passing on every shape makes it BELOW_TOLERANCE."""
+    target shapes, against the unmutated kernel's CSV (kgit/judge/tolerance.py): within its
+    tolerance, it is BELOW_TOLERANCE. The unmutated kernel's CSV is the one recorded at COMMIT
+    (the baseline's), else a harness pass of the unmutated tree, run when first needed."""
+    reference = campaign.read_bench(commit)
     for result in results:
         mutant = chosen.get(f"{result.where} {result.mutation}")
         if result.outcome != SURVIVED or result.note or result.reach != SHAPES or not mutant:
@@ -313,33 +320,39 @@ def check_below_tolerance(
         if left <= 1:
             result.note = "not checked against the harness: out of the audit's time"
             continue
+        if reference is None:
+            reference = _harness_csv(campaign, tree, left)
+            left = budget.left(campaign.manifest.timeout_s)
         source = (tree / mutant.path).read_bytes()
         write_file(tree, mutant.path, mutant.apply(source))
         try:
-            passed = _harness_passes(campaign, tree, left)
+            table = _harness_csv(campaign, tree, left)
         finally:
             write_file(tree, mutant.path, source)
             reset(tree)
-        if passed is None:
-            result.note = "not checked against the harness: it did not run to the end"
-        elif passed:
+        below = below_tolerance(table, reference) if table is not None else None
+        if below:
             result.outcome = BELOW_TOLERANCE
-            result.note = "the harness's reference check passes it on every target shape"
+            result.note = ("the harness's reference check passes it on every target shape, "
+                           f"within {MARGIN_DB:g} dB of the unmutated kernel's SNR")  # fmt: skip
+        elif below is False:
+            result.note = "the harness's reference check sees it: a hole in the gate"
         else:
-            result.note = "the harness's reference check fails it: a hole in the gate"
+            result.note = "not told from a hole: the harness gave no SNR to compare"
         say(f"gate audit: {result.where} {result.mutation}: {result.note}")
 
 
-def _harness_passes(campaign: Campaign, tree: Path, timeout_s: float) -> bool | None:
-    """Whether the harness passes every target shape (exit 0) or some fail (1); None else."""
+def _harness_csv(campaign: Campaign, tree: Path, timeout_s: float) -> bytes | None:
+    """The harness's CSV over the target shapes (exit 0 or 1), None when it did not finish."""
     with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
         folder = Path(scratch)
-        shapes = folder / "shapes.json"
+        shapes, table = folder / "shapes.json", folder / "summary.csv"
         shapes.write_text(json.dumps(campaign.manifest.target_shapes))
-        command = harness_command(campaign.manifest.quick_command, folder / "summary.csv", shapes)
+        command = harness_command(campaign.manifest.quick_command, table, shapes)
         started = start_command(command, tree, tether=campaign.repo.common_dir, env=gate_env(tree))
         ran = started.wait(timeout_s)
-    return {0: True, 1: False}.get(ran.returncode) if ran.returncode is not None else None
+        done = ran.returncode in (0, 1) and table.is_file()
+        return table.read_bytes() if done else None
 
 
 def caught_by(result: CommandResult) -> str:
