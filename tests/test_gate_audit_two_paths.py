@@ -76,6 +76,48 @@ def _figures(data: dict[str, Any], function: str) -> dict[str, Any]:
     return next(f for f in data["functions"] if f["function"] == function)
 
 
+# A gate that loads the kernel's module and launches nothing: every mutant is judged from the
+# launches alone, so the whole draw (both kernels) costs no more than the control.
+LAUNCHES_NOTHING = """\
+import two_paths
+
+
+def test_the_module_loads():
+    assert two_paths.WIDE == 256
+"""
+
+
+@pytest.mark.slow
+def test_a_kernel_nobody_launches_is_unreached_never_survived(two_paths_repo: Path) -> None:
+    (two_paths_repo / "test_import.py").write_text(LAUNCHES_NOTHING)
+    git(two_paths_repo, "add", "test_import.py")
+    git(two_paths_repo, "commit", "-qm", "a gate that launches nothing")
+    _init(two_paths_repo, "c1", "test_import.py")
+    data, err = _audit("c1", 50)
+    by_kernel: dict[str, set[str]] = {}
+    for m in data["mutants"]:
+        by_kernel.setdefault(m["function"], set()).add(m["outcome"])
+    # Every site of both kernels drawn: the block kernel's are unreached, never SURVIVED...
+    assert len(data["mutants"]) == data["sites"]
+    assert by_kernel[BLOCK] == {"unreached"}
+    block = f"{KERNEL}:{_def_line(BLOCK)}"
+    assert all(block in m["note"] for m in data["mutants"] if m["function"] == BLOCK)
+    assert f"{BLOCK} ({block}) is never launched" in err
+    # ...while the row kernel, which the target shapes run and this gate never launches, is a
+    # hole: its mutants survive without a gate run (no test could see them).
+    assert by_kernel[ROW] == {"survived"}
+    assert all(
+        "the gate never launches" in m["note"] for m in data["mutants"] if m["function"] == ROW
+    )
+    assert (
+        f"the gate never runs {ROW} ({KERNEL}:{_def_line(ROW)}), which the target shapes run" in err
+    )
+    row, block_figures = _figures(data, ROW), _figures(data, BLOCK)
+    assert (row["shapes"], row["gate"], row["survived"]) == (True, False, row["sites"])
+    assert (block_figures["tried"], block_figures["unreached"]) == (0, block_figures["sites"])
+    assert data["unreached"] == block_figures["sites"] and data["survived"] == row["sites"]
+
+
 @pytest.mark.slow
 def test_the_audit_tells_a_weak_gate_from_a_strong_one(two_paths_repo: Path) -> None:
     _init(two_paths_repo, "weak", "test_weak.py")
