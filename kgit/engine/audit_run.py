@@ -33,7 +33,7 @@ from kgit.engine.launches import read_launches, recording
 from kgit.engine.runner import CommandResult, Started, harness_command, start_command
 from kgit.judge.mutants import Mutant
 from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach
-from kgit.judge.tolerance import MARGIN_DB, below_tolerance
+from kgit.judge.tolerance import FACTOR, FLOOR, below_tolerance
 from kgit.records.gate_audit import (
     BELOW_TOLERANCE,
     CAUGHT,
@@ -334,7 +334,7 @@ def check_below_tolerance(
         if below:
             result.outcome = BELOW_TOLERANCE
             result.note = ("the harness's reference check passes it on every target shape, "
-                           f"within {MARGIN_DB:g} dB of the unmutated kernel's SNR")  # fmt: skip
+                           f"changed by at most {FLOOR:g} or {FACTOR:g}x the kernel's own error")  # fmt: skip
         elif below is False:
             result.note = "the harness's reference check sees it: a hole in the gate"
         else:

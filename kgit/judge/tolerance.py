@@ -3,10 +3,12 @@
 A mutant the gate passes may change the kernel's results by less than any gate should care
 about (`+ eps` -> `- eps` with eps = 1e-6: a relative change near 1e-6). The harness's own
 reference check on the target shapes tells: the mutant is below tolerance when every shape still
-PASSes and every SNR the harness reports (`*_snr`, dB against its reference) stays within
-MARGIN_DB of the unmutated kernel's on that shape (its error at most ten times the kernel's own).
-A pass alone is not enough: a harness's SNR threshold (fp32: tens of dB) lets through an
-off-by-one read that moves a row's mean by a tenth of a percent, which a good gate catches.
+PASSes and, for every SNR the harness reports (`*_snr`, dB against its reference), the change the
+mutant adds to the unmutated kernel's error (read from both SNRs, as relative errors) is at most
+FLOOR (1e-5, stricter than any fp32 gate tolerance) or ten times the kernel's own error (a bf16
+kernel's rounding hides smaller changes). A PASS alone is not enough: a harness's SNR threshold
+(fp32: 50 dB) lets through an off-by-one read that moves a row's mean by 0.2%, which a good gate
+catches.
 Pure: two CSVs in, a judgement out.
 """
 
@@ -16,7 +18,7 @@ import csv
 import io
 import math
 
-MARGIN_DB = 20.0
+FLOOR, FACTOR = 1e-5, 10.0
 
 
 def _snrs(table: bytes) -> dict[str, dict[str, float]] | None:
@@ -40,8 +42,8 @@ def _snrs(table: bytes) -> dict[str, dict[str, float]] | None:
 
 
 def below_tolerance(mutant: bytes, reference: bytes | None) -> bool | None:
-    """True: within MARGIN_DB of the REFERENCE run (the unmutated kernel's CSV) on every shape
-    and SNR; False: some shape FAILs or loses more; None: nothing to compare with."""
+    """True: the mutant's change is within tolerance on every shape and SNR of REFERENCE (the
+    unmutated kernel's CSV); False: some shape FAILs or changes more; None: nothing to compare."""
     got = _snrs(mutant)
     if got == {}:
         return False  # a shape FAILed
@@ -54,7 +56,20 @@ def below_tolerance(mutant: bytes, reference: bytes | None) -> bool | None:
             base = want.get(label, {}).get(column)
             if base is None or math.isnan(base):
                 continue
-            if math.isnan(value) or value < base - MARGIN_DB:
+            if not within(value, base):
                 return False
             compared += 1
     return True if compared else None
+
+
+def within(snr_db: float, base_db: float) -> bool:
+    """Whether an output at SNR_DB differs from one at BASE_DB by at most the tolerance."""
+    if math.isnan(snr_db):
+        return False
+    own, now = _relative_error(base_db), _relative_error(snr_db)
+    change = math.sqrt(max(now * now - own * own, 0.0))  # independent errors add in power
+    return change <= max(FLOOR, FACTOR * own)
+
+
+def _relative_error(snr_db: float) -> float:
+    return 0.0 if math.isinf(snr_db) and snr_db > 0 else 10 ** (-snr_db / 20)
