@@ -124,6 +124,9 @@ def test_the_audit_tells_a_weak_gate_from_a_strong_one(two_paths_repo: Path) -> 
     _init(two_paths_repo, "strong", "test_strong.py")
     weak, weak_err = _audit("weak", 6)
     strong, strong_err = _audit("strong", 6)
+    for name, data in (("weak", weak), ("strong", strong)):
+        counts = {k: data[k] for k in ("tried", "caught", "survived", "below_tolerance")}
+        print(f"{name}: control {data['control_s']:.1f} s, audit {data['seconds']:.1f} s, {counts}")
     # The same kernel, the same draw: every mutant in the row kernel, the one that runs.
     drawn = [(m["where"], m["mutation"]) for m in weak["mutants"]]
     assert drawn == [(m["where"], m["mutation"]) for m in strong["mutants"]]

@@ -109,7 +109,11 @@ class AuditRun:
             env = recording(gate_env(tree), log) if self.kernels else gate_env(tree)
             started = start_command(campaign.manifest.test_command, tree,
                                     tether=campaign.repo.common_dir, env=env)  # fmt: skip
-            self._more_trees()
+            try:
+                self._more_trees()
+            except BaseException:  # a failed checkout (or an interrupt) leaves no gate running
+                started.kill()
+                raise
             first = self._queue(reach_of(self.plan.functions, shapes, None), self._every())
             settled: dict[str, Observed] = {}
 
