@@ -226,7 +226,8 @@ class AuditRun:
                      "runs them all")  # fmt: skip
         keyed = {f"{m.where} {m.description}": m for m, _ in queue}
         check_below_tolerance(self.campaign, self.trees[0], self.plan.commit, keyed,
-                              self.audit.mutants, budget, self.say)  # fmt: skip
+                              self.audit.mutants, budget, self.say,
+                              tails=self.plan.tail_warning is None)  # fmt: skip
         self.audit.functions = figures(reach, self.plan, self.audit.mutants)
 
 

@@ -31,7 +31,7 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.gate import Say
 from kgit.engine.launches import read_launches, recording
 from kgit.engine.runner import CommandResult, Started, harness_command, start_command
-from kgit.judge.mutants import Mutant
+from kgit.judge.mutants import TAIL_KINDS, Mutant
 from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach
 from kgit.judge.tolerance import FACTOR, FLOOR, below_tolerance
 from kgit.records.gate_audit import (
@@ -306,15 +306,23 @@ def check_below_tolerance(
     results: list[MutantResult],
     budget: Budget,
     say: Say,
+    *,
+    tails: bool,
 ) -> None:
     """Each survivor the gate ran, in code the target shapes run, through the harness on the
     target shapes, against the unmutated kernel's CSV (kgit/judge/tolerance.py): within its
-    tolerance, it is BELOW_TOLERANCE. The unmutated kernel's CSV is the one recorded at COMMIT
-    (the baseline's), else a harness pass of the unmutated tree, run when first needed."""
+    tolerance, it is BELOW_TOLERANCE. Without TAILS (no target shape has one: kgit/judge/tails.py)
+    a mask, bound, denominator or `other=` mutant is left a survivor: the harness would see
+    nothing of it (`/ N` -> `/ BLOCK_N` is exact where N is a power of two). The unmutated
+    kernel's CSV is the one recorded at COMMIT (the baseline's), else a harness pass of the
+    unmutated tree, run when first needed."""
     reference = campaign.read_bench(commit)
     for result in results:
         mutant = chosen.get(f"{result.where} {result.mutation}")
         if result.outcome != SURVIVED or result.note or result.reach != SHAPES or not mutant:
+            continue
+        if not tails and mutant.kind in TAIL_KINDS:
+            result.note = "not checked against the harness: no target shape has a tail to show it"
             continue
         left = budget.left(campaign.manifest.timeout_s)
         if left <= 1:

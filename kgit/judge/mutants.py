@@ -35,6 +35,7 @@ from kgit.judge.mutation import Mutant, NotMutable
 
 __all__ = [
     "KINDS",
+    "TAIL_KINDS",
     "Mutant",
     "NotMutable",
     "choose",
@@ -46,6 +47,9 @@ __all__ = [
 
 # The order in which kinds are drawn: the first mutants of an audit are the most telling ones.
 KINDS = ("denominator", "arith", "boundary", "mask", "constant", "other")
+# The kinds whose harm lives in a tail (a ragged edge, the padded lanes): shapes without one
+# cannot show it, so a harness run on such shapes cannot vouch for them.
+TAIL_KINDS = frozenset({"denominator", "boundary", "mask", "other"})
 
 PYTHON_SUFFIXES = (".py",)
 CPP_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hip", ".inl")
