@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -32,7 +33,7 @@ from kgit.engine.gate import Say
 from kgit.engine.launches import baseline_log, read_launches, recording
 from kgit.engine.runner import CommandResult, start_command
 from kgit.judge.mutants import CPP_SUFFIXES, PYTHON_SUFFIXES, Mutant, draw
-from kgit.judge.reach import Reach, describe, reach_of
+from kgit.judge.reach import Reach, describe, reach_of, unrelated_tests
 from kgit.records.gate_audit import (
     BELOW_TOLERANCE,
     CAUGHT,
@@ -89,6 +90,7 @@ class AuditRun:
         queue = self._queue(reach, [m for sites in self.plan.mutants.values() for m in sites])
         pool = Pool(self.campaign, self.trees, self.plan.sources, allowed, Budget(), False,
                     self.say)  # fmt: skip
+        pool.leave_out = self._leave_out(observed)
         pool.run(queue[: self.count])
         self._finish(pool, reach, queue, Budget())
         return observed.control
@@ -124,6 +126,7 @@ class AuditRun:
                 if not self._control_passed(result):
                     return None
                 pool.allowed, pool.least_s = self._allowed(result), result.seconds / 2
+                pool.leave_out = self._leave_out(settled["observed"])
                 left = [m for m in self._every() if m not in pool.taken]
                 return self._queue(self._reach(settled["observed"]), left)[
                     : max(0, self.count - len(pool.taken))
@@ -140,6 +143,15 @@ class AuditRun:
         reach = reach_of(self.plan.functions, observed.shapes, observed.gate)
         self._finish(pool, reach, first, budget)
         return observed.control
+
+    def _leave_out(self, observed: Observed) -> Callable[[Mutant], list[str]]:
+        def leave_out(mutant: Mutant) -> list[str]:
+            if not mutant.function:
+                return []
+            return unrelated_tests(self.plan.functions, observed.gate, mutant.path,
+                                   mutant.function)  # fmt: skip
+
+        return leave_out
 
     def _every(self) -> list[Mutant]:
         return [m for sites in self.plan.mutants.values() for m in sites]

@@ -44,6 +44,7 @@ from kgit.records.gate_audit import (
 )
 
 POLL_S = 0.05
+PYTEST_NO_TESTS = 5  # pytest's exit status when no test was collected or all were deselected
 _PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
@@ -163,6 +164,9 @@ class Pool:
     # No mutant starts with less time left than this (the quick audit: half the control's
     # time): one the deadline would stop only slows those running beside it.
     least_s: float = 0.0
+    # The tests a mutant's gate run leaves out (kgit/judge/reach.py unrelated_tests): the
+    # control's record, once known, is the one collection every mutant's run reuses.
+    leave_out: Callable[[Mutant], list[str]] = lambda mutant: []
     total: int = 0
 
     def run(self, queue: Queue, control: Control | None = None) -> None:
@@ -228,8 +232,9 @@ class Pool:
 
     def _start(self, order: int, mutant: Mutant, tree: Path) -> _Running:
         write_file(tree, mutant.path, mutant.apply(self.sources[mutant.path]))
+        env = mutant_env(tree, self.leave_out(mutant))
         started = start_command(self.campaign.manifest.test_command, tree,
-                                tether=self.campaign.repo.common_dir, env=mutant_env(tree))  # fmt: skip
+                                tether=self.campaign.repo.common_dir, env=env)  # fmt: skip
         ends = self.budget.left(self.allowed)
         return _Running(order, mutant, tree, started, time.monotonic() + ends,
                         ends >= self.allowed)  # fmt: skip
@@ -244,6 +249,10 @@ class Pool:
             self.not_run += 1  # stopped by the budget's deadline, not judged
             self.say(f"gate audit: {job.mutant.where} {job.mutant.description}: stopped, out "
                      "of the audit's time")  # fmt: skip
+            return
+        if result.returncode == PYTEST_NO_TESTS:
+            self.not_run += 1  # every test left out or deselected: the run judged nothing
+            self.say(f"gate audit: {job.mutant.where} {job.mutant.description}: no test ran")
             return
         outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
         self._keep(job.order, _result(job.mutant, outcome, result))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shlex
 import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -66,11 +67,13 @@ def gate_env(tree: Path) -> dict[str, str]:
     return env
 
 
-def mutant_env(tree: Path) -> dict[str, str]:
+def mutant_env(tree: Path, leave_out: list[str] | None = None) -> dict[str, str]:
     """A mutant's gate: pytest (wherever the gate starts it) stops at its first failure, since
-    one failure catches the mutant; the rest of the suite would only spend the audit's time."""
+    one failure catches the mutant; the rest of the suite would only spend the audit's time.
+    LEAVE_OUT: tests (pytest node ids) the control's record shows cannot see the mutant."""
     env = gate_env(tree)
-    env["PYTEST_ADDOPTS"] = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"), "-x"]))
+    skip = [f"--deselect {shlex.quote(test)}" for test in leave_out or []]
+    env["PYTEST_ADDOPTS"] = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"), "-x", *skip]))
     return env
 
 

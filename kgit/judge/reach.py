@@ -128,9 +128,18 @@ def _running(
     is compiled into the kernel that calls it; it is never launched itself)."""
     if launches is None or not launches.recorded:
         return set()
-    jit = {(p, f.name): f for p, listed in functions.items() for f in listed if f.jit}
-    running = {key for key in jit if key in launches.kernels}
-    todo = list(running)
+    jit = _jit(functions)
+    return _closure(jit, {key for key in jit if key in launches.kernels})
+
+
+def _jit(functions: dict[str, list[KernelFunction]]) -> dict[tuple[str, str], KernelFunction]:
+    return {(p, f.name): f for p, listed in functions.items() for f in listed if f.jit}
+
+
+def _closure(
+    jit: dict[tuple[str, str], KernelFunction], start: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    running, todo = set(start), list(start)
     while todo:
         called = jit[todo.pop()].calls
         for key in jit:
@@ -138,6 +147,26 @@ def _running(
                 running.add(key)
                 todo.append(key)
     return running
+
+
+def unrelated_tests(
+    functions: dict[str, list[KernelFunction]], gate: Launches | None, path: str, name: str
+) -> list[str]:
+    """The pytest tests of the gate's recorded run that launched no kernel running NAME of
+    PATH (itself or a kernel that calls it): they cannot see a mutant there, so its gate run
+    may leave them out. [] when nothing is known (no record, no test named, none that runs it:
+    a gate run leaving everything out would pass for the wrong reason)."""
+    if gate is None or not gate.recorded:
+        return []
+    jit = _jit(functions)
+    seeing: set[str] = set()
+    for kernel, tests in gate.tests.items():
+        if kernel in jit and (path, name) in _closure(jit, {kernel}):
+            seeing |= tests
+    named = {t for tests in gate.tests.values() for t in tests}
+    if not seeing or "" in seeing or "" in named:
+        return []
+    return sorted(named - seeing)
 
 
 def describe(reach: list[Reach]) -> list[str]:

@@ -7,7 +7,15 @@ import json
 
 from kgit.judge.mutants import draw, mutants_of
 from kgit.judge.mutants_python import kernel_functions
-from kgit.judge.reach import GATE, SHAPES, UNKNOWN, UNREACHED, parse_launches, reach_of
+from kgit.judge.reach import (
+    GATE,
+    SHAPES,
+    UNKNOWN,
+    UNREACHED,
+    parse_launches,
+    reach_of,
+    unrelated_tests,
+)
 
 SOURCE = b"""\
 import triton
@@ -91,3 +99,27 @@ def test_the_draw_takes_what_the_shapes_run_first_and_nobodys_code_last() -> Non
     # Within a tier the kernels take turns: both shapes kernels before either's second mutant.
     assert {drawn[0].function, drawn[1].function} == {"_square", "row_kernel"}
     assert draw(mutants, 3, lambda m: order[m.function or ""]) == drawn[:3]
+
+
+def test_a_mutants_gate_run_leaves_out_the_tests_that_cannot_see_it() -> None:
+    functions = {"k.py": kernel_functions(SOURCE)}
+    gate = parse_launches(
+        _log(
+            _launch("row_kernel", test="t.py::test_row"),
+            _launch("gate_only_kernel", test="t.py::test_other"),
+            _launch("row_kernel", test="t.py::test_both"),
+            _launch("gate_only_kernel", test="t.py::test_both"),
+        ),
+        ["/t"],
+    )
+    # _square runs inside row_kernel: the tests that launch row_kernel see it.
+    assert unrelated_tests(functions, gate, "k.py", "_square") == ["t.py::test_other"]
+    assert unrelated_tests(functions, gate, "k.py", "gate_only_kernel") == ["t.py::test_row"]
+    # Nobody's kernel: leaving every test out would pass for the wrong reason.
+    assert unrelated_tests(functions, gate, "k.py", "block_kernel") == []
+    # A launch outside any test (at import, or a gate that is not pytest): leave nothing out.
+    outside = parse_launches(
+        _log(_launch("row_kernel"), _launch("gate_only_kernel", test="t")), ["/t"]
+    )
+    assert unrelated_tests(functions, outside, "k.py", "gate_only_kernel") == []
+    assert unrelated_tests(functions, None, "k.py", "row_kernel") == []
