@@ -132,6 +132,7 @@ class GateAudit:
             "unreached": len(self.unreached),
             "below_tolerance": len(self.below_tolerance),
             "functions": [asdict(f) for f in self.functions],
+            "reach": self.reach,
             "unexercised": self.unexercised,
             "skipped": self.skipped,
             "tail_warning": self.tail_warning,
