@@ -168,6 +168,7 @@ class Pool:
     # control's record, once known, is the one collection every mutant's run reuses.
     leave_out: Callable[[Mutant], list[str]] = lambda mutant: []
     total: int = 0
+    live: list[Started] = field(default_factory=list)  # every gate run this pool started
 
     def run(self, queue: Queue, control: Control | None = None) -> None:
         queue = list(queue)
@@ -195,6 +196,10 @@ class Pool:
             for job in running:
                 job.started.kill()
                 self._restore(job)
+            # One interrupted between its start and its place in RUNNING is killed here too.
+            for started in self.live:
+                if started.proc.poll() is None:
+                    started.kill()
 
     def _control_ended(self, control: Control, running: list[_Running], queue: Queue) -> bool:
         result = control.started.poll()
@@ -233,8 +238,13 @@ class Pool:
     def _start(self, order: int, mutant: Mutant, tree: Path) -> _Running:
         write_file(tree, mutant.path, mutant.apply(self.sources[mutant.path]))
         env = mutant_env(tree, self.leave_out(mutant))
-        started = start_command(self.campaign.manifest.test_command, tree,
-                                tether=self.campaign.repo.common_dir, env=env)  # fmt: skip
+        try:
+            started = start_command(self.campaign.manifest.test_command, tree,
+                                    tether=self.campaign.repo.common_dir, env=env)  # fmt: skip
+            self.live.append(started)
+        except BaseException:
+            write_file(tree, mutant.path, self.sources[mutant.path])
+            raise
         ends = self.budget.left(self.allowed)
         return _Running(order, mutant, tree, started, time.monotonic() + ends,
                         ends >= self.allowed)  # fmt: skip
