@@ -25,6 +25,7 @@ from kgit.engine.audit_run import (
     Queue,
     check_below_tolerance,
     observe,
+    rejudged,
     tier_of,
 )
 from kgit.engine.audit_tree import extra_tree, gate_env, gate_with, parallel_trees
@@ -224,20 +225,28 @@ class AuditRun:
     def _finish(self, pool: Pool, reach: list[Reach], queue: Queue, budget: Budget) -> None:
         """Results (less those of files the gate never loads), survivors against the
         harness, the per-kernel figures."""
-        where = {(r.path, r.function): r.tier for r in reach}
+        where = {(r.path, r.function): r for r in reach}
+        drawn = {f"{m.where} {m.description}": m for m, _ in queue}
         never = set(self.audit.unexercised)
-        self.audit.mutants = [m for m in pool.results if m.where.rsplit(":", 1)[0] not in never]
-        for result in self.audit.mutants:
-            result.reach = result.reach or where.get(
-                (result.where.rsplit(":", 1)[0], result.function or "")
+        self.audit.mutants = []
+        for result in pool.results:
+            path = result.where.rsplit(":", 1)[0]
+            found, mutant = (
+                where.get((path, result.function or "")),
+                drawn.get(f"{result.where} {result.mutation}"),
             )
+            if path in never:
+                continue
+            if mutant is not None:
+                result = rejudged(result, mutant, found)
+            result.reach = result.reach or (found.tier if found else None)
+            self.audit.mutants.append(result)
         self.audit.not_run = pool.not_run
         if pool.not_run:
             self.say(f"gate audit: {pool.not_run} drawn mutant(s) not run (a survivor came first "
                      "in their kernel, or the audit's time ran out); kgit gate audit --max N "
                      "runs them all")  # fmt: skip
-        keyed = {f"{m.where} {m.description}": m for m, _ in queue}
-        check_below_tolerance(self.campaign, self.trees[0], self.plan.commit, keyed,
+        check_below_tolerance(self.campaign, self.trees[0], self.plan.commit, drawn,
                               self.audit.mutants, budget, self.say,
                               tails=self.plan.tail_warning is None)  # fmt: skip
         self.audit.functions = figures(reach, self.plan, self.audit.mutants)

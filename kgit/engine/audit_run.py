@@ -282,6 +282,15 @@ def _kernel(mutant: Mutant) -> str:
     return f"{mutant.path}:{mutant.function}"
 
 
+def rejudged(result: MutantResult, mutant: Mutant, reach: Reach | None) -> MutantResult:
+    """RESULT again once the gate's launches are known: a survivor of a gate run that never
+    launched its kernel (the quick audit's first mutants run before the control's record is
+    read) is judged as if it had not run."""
+    if result.outcome != SURVIVED or result.note:
+        return result
+    return _judged_unrun(mutant, reach) or result
+
+
 def _judged_unrun(mutant: Mutant, reach: Reach | None) -> MutantResult | None:
     """The mutants whose gate run would tell nothing: in a kernel nobody launches (any gate
     passes it), or in one the target shapes launch and the gate never does (no test sees it)."""
@@ -293,6 +302,12 @@ def _judged_unrun(mutant: Mutant, reach: Reach | None) -> MutantResult | None:
     if reach.tier == SHAPES and reach.gate is False:
         note = f"not run: the gate never launches {reach.function}, which the target shapes do"
         return _result(mutant, SURVIVED, None, note=note, reach=reach.tier)
+    if reach.gate is False and reach.shapes is None:
+        # Any gate run passes it, so it says nothing of the gate: not a survivor. Whether it is
+        # a hole hangs on the target shapes, which this audit could not record.
+        note = (f"not run: the gate never launches {reach.function} ({reach.where}); whether the "
+                "target shapes do was not recorded (kgit gate audit records it)")  # fmt: skip
+        return _result(mutant, UNREACHED, None, note=note, reach=reach.tier)
     return None
 
 
@@ -398,4 +413,6 @@ def tier_of(reach: Reach | None) -> int:
     """The draw's order (kgit/judge/mutants.py draw): shapes, gate, not known, unreached."""
     if reach is None:
         return 2
+    if reach.gate is False and reach.shapes is None:
+        return 3  # judged without a run (`_judged_unrun`): after every mutant a run can judge
     return {SHAPES: 0, GATE: 1, UNREACHED: 3}.get(reach.tier, 2)
