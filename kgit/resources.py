@@ -21,3 +21,9 @@ def data_dir(name: str) -> Path:
 
 def examples_dir() -> Path:
     return _PACKAGE / "examples"
+
+
+def launch_hook_dir() -> Path:
+    """The folder of kgit's launch recorder (a `sitecustomize.py`): put first on PYTHONPATH of
+    the gate audit's own runs only (kgit/engine/launches.py)."""
+    return _PACKAGE / "launch_hook"

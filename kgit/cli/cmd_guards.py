@@ -134,13 +134,18 @@ def gate_audit(
          (N -> BLOCK_N), masked-off lanes reading another value (other=0.0 -> 1.0), a
          load or store without its mask, a bound off by one (< -> <=), an arithmetic
          operator swapped, an integer off by one.
+    Mutants come from the Triton kernels the target shapes launch first, then those only
+    the gate launches (both recorded in these runs); one of a kernel neither launches is
+    reported "unreached by the gate and by the target shapes" and not run.
     A mutant the gate fails on is caught (a hang counts as caught); one it passes has
-    SURVIVED: a bug the gate cannot see. Python/Triton files are mutated through their
+    SURVIVED: a bug the gate cannot see, unless the harness's reference check passes it
+    on every target shape too ("below tolerance"). Python/Triton files are mutated through their
     syntax tree, C/C++/CUDA/HIP files by tokens (with rebuild_command, a mutant that does
     not build is set aside, not counted). The same source always gives the same mutants.
     Also warns when no target shape has a tail (every M, N, K a multiple of the
     BLOCK_*/TILE_* constant that tiles it; sizes chosen at run time are not seen). The audit is stored in the campaign record (kgit status,
-    kgit report); kgit baseline runs one with the manifest's gate_audit_mutants (0: off).
+    kgit report, with per-kernel figures); kgit baseline runs a quick one with the
+    manifest's gate_audit_mutants (0: off): at most two gate runs of wall time.
     """
     from kgit.engine.gate_audit import run_audit
     from kgit.views.gate_audit import audit_data, render_audit

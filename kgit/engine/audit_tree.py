@@ -1,10 +1,13 @@
-"""kgit's work tree for gate audits, `.git/kgit/worktrees/<campaign>/audit`: one file swapped
-for a changed copy, the gate run, the file restored, whatever the run left removed. The user's
-work tree is never used; one audit at a time holds the tree."""
+"""kgit's work trees for gate audits, `.git/kgit/worktrees/<campaign>/audit` (and `audit-2`,
+`audit-3`... where mutants run side by side): one file swapped for a changed copy, the gate
+run, the file restored, whatever the run left removed. The user's work tree is never used; one
+audit at a time holds the trees."""
 
 from __future__ import annotations
 
 import fcntl
+import os
+import shlex
 import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -26,10 +29,7 @@ def gate_with(
 ) -> tuple[CommandResult | None, bool]:
     """The gate on TREE with PATH holding CHANGED, then PATH restored: (result, built). With a
     rebuild step, a failed rebuild means the gate never ran (None, False)."""
-    target = tree / path
-    if target.is_symlink() or not target.resolve().is_relative_to(tree.resolve()):
-        raise KgitError(f"gate audit: {path} in kgit's work tree is not a regular file of it")
-    target.write_bytes(changed)
+    write_file(tree, path, changed)
     try:
         rebuild = campaign.manifest.rebuild_command
         if rebuild:
@@ -44,7 +44,7 @@ def gate_with(
                 return None, False
         return run_gate(campaign, tree, allowed), True
     finally:
-        target.write_bytes(original)
+        write_file(tree, path, original)
         reset(tree)
 
 
@@ -65,6 +65,39 @@ def gate_env(tree: Path) -> dict[str, str]:
     env = harness_env(tree)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
+
+
+def mutant_env(tree: Path, leave_out: list[str] | None = None) -> dict[str, str]:
+    """A mutant's gate: pytest (wherever the gate starts it) stops at its first failure, since
+    one failure catches the mutant; the rest of the suite would only spend the audit's time.
+    LEAVE_OUT: tests (pytest node ids) the control's record shows cannot see the mutant."""
+    env = gate_env(tree)
+    skip = [f"--deselect {shlex.quote(test)}" for test in leave_out or []]
+    env["PYTEST_ADDOPTS"] = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"), "-x", *skip]))
+    return env
+
+
+def write_file(tree: Path, path: str, data: bytes) -> None:
+    """PATH of kgit's TREE now holds DATA; never through a link out of the tree."""
+    target = tree / path
+    if target.is_symlink() or not target.resolve().is_relative_to(tree.resolve()):
+        raise KgitError(f"gate audit: {path} in kgit's work tree is not a regular file of it")
+    target.write_bytes(data)
+
+
+def parallel_trees(campaign: Campaign) -> int:
+    """How many trees mutants run in at once: several where the gate is CPU-bound (no GPU
+    here, so kernels run in Triton's interpreter or on the CPU), one where a GPU or a rebuild
+    step is shared by every gate run."""
+    gpu = any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/kfd", "/dev/dxg"))
+    if gpu or campaign.manifest.rebuild_command:
+        return 1
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def extra_tree(campaign: Campaign, commit: str, index: int, say: Say, *, echo: bool) -> Path:
+    """The INDEXth (2, 3, ...) audit tree at COMMIT, for mutants run side by side."""
+    return measuring_tree(campaign, commit, f"{SIDE}-{index}", say, echo=echo)
 
 
 def reset(tree: Path) -> None:

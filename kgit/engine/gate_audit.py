@@ -5,55 +5,42 @@ best line's commit out in a work tree of kgit's own, `.git/kgit/worktrees/<campa
 runs the gate (the manifest's test_command, as the commit hook runs it) there:
 
 1. on the unmutated kernel (the control: it must pass, or no mutant can be judged; its time sizes
-   the per-mutant timeout);
+   the per-mutant timeout), recording which Triton kernels it launches, as the target shapes'
+   harness pass is recorded too (kgit/engine/launches.py, kgit/judge/reach.py);
 2. on each kernel_source file replaced by one that cannot load or build (the canary: a gate that
-   still passes never loads that file from the tree, e.g. it imports an installed copy);
-3. on each mutant (kgit/judge/mutants.py), one at a time, the file restored after each.
+   still passes never loads that file from the tree, e.g. it imports an installed copy), unless
+   the gate launched a kernel of that file;
+3. on mutants (kgit/judge/mutants.py), code the target shapes run first, in `audit-N` trees side
+   by side where the gate is CPU-bound; a mutant in a kernel nobody launches is not run.
 
-The user's work tree is never touched; a kill leaves at most a mutated file in kgit's own tree,
+How the runs are ordered and timed, in full (`kgit gate audit`) and quick (the baseline's, at
+most two gate runs of wall time): kgit/engine/audit_modes.py; each run: kgit/engine/audit_run.py.
+The user's work tree is never touched; a kill leaves at most a mutated file in kgit's own trees,
 which the next audit's checkout resets.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kgit.engine.audit_tree import exclusive, gate_with, run_gate, scratch_tree, tree_path
+from kgit.engine.audit_modes import AuditRun
+from kgit.engine.audit_tree import exclusive, reset, scratch_tree, tree_path
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say, gate_files
-from kgit.engine.runner import CommandResult
 from kgit.engine.trust import require_trusted
 from kgit.errors import KgitError
-from kgit.judge.mutants import (
-    CPP_SUFFIXES,
-    PYTHON_SUFFIXES,
-    Mutant,
-    NotMutable,
-    choose,
-    mutants_of,
-)
+from kgit.judge.mutants import PYTHON_SUFFIXES, Mutant, NotMutable, mutants_of
+from kgit.judge.mutants_python import KernelFunction, kernel_functions
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
 from kgit.progress import warn
-from kgit.records.gate_audit import (
-    CAUGHT,
-    NOT_BUILT,
-    SURVIVED,
-    TIMED_OUT,
-    GateAudit,
-    MutantResult,
-)
+from kgit.records.gate_audit import GateAudit
 
 MAX_SOURCE_BYTES = 1_000_000
-# A mutant may take this many times the unmutated gate's time, plus a margin, before it counts
-# as a hang (caught): a mutant that loops forever must not stall the audit for timeout_s.
-TIMEOUT_FACTOR, TIMEOUT_MARGIN_S, TIMEOUT_FLOOR_S = 3.0, 10.0, 30.0
 _REGULAR = ("100644", "100755")
-_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
 @dataclass
@@ -63,6 +50,7 @@ class Plan:
     commit: str
     sources: dict[str, bytes] = field(default_factory=dict)  # path -> bytes at the commit
     mutants: dict[str, list[Mutant]] = field(default_factory=dict)  # every site, per path
+    functions: dict[str, list[KernelFunction]] = field(default_factory=dict)  # per path
     skipped: list[str] = field(default_factory=list)
     tail_warning: str | None = None
 
@@ -112,6 +100,8 @@ def plan_audit(campaign: Campaign, commit: str) -> Plan:
             plan.skipped.append(f"{path}: no mutation site in its kernel code")
             continue
         plan.sources[path], plan.mutants[path] = data, found
+        if PurePosixPath(path).suffix.lower() in PYTHON_SUFFIXES:
+            plan.functions[path] = kernel_functions(data)
     plan.tail_warning = tail_warning(manifest.target_shapes, blocks, padding)
     return plan
 
@@ -122,8 +112,10 @@ class UnjudgeableGate(KgitError):
 
 
 def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any] | None:
-    """The baseline's audit, sized by `gate_audit_mutants`; never fails the baseline (which is
-    already recorded): what stops the audit is a warning. Returns the audit's summary."""
+    """The baseline's audit, sized by `gate_audit_mutants` and quick (at most two gate runs
+    of wall time: kgit/engine/audit_modes.py, the first survivor of each kernel ends its mutants); never fails
+    the baseline (which is already recorded): what stops the audit is a warning. Returns the
+    audit's summary."""
     count = campaign.manifest.gate_audit_mutants
     if count == 0:
         plan = plan_audit(campaign, campaign.best_tip())
@@ -132,7 +124,7 @@ def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, 
         say("gate audit: off (gate_audit_mutants: 0); kgit gate audit runs one")
         return None
     try:
-        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo)
+        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo, quick=True)
     except UnjudgeableGate as error:
         warn(f"{error.message}\nhint: {error.hint}")
         return None
@@ -150,14 +142,17 @@ def run_audit(
     trigger: str,
     timeout_s: float | None = None,
     echo: bool = False,
+    quick: bool = False,
 ) -> GateAudit:
-    """Plan, warn about tails, audit, warn about survivors: `kgit gate audit` and the baseline."""
+    """Plan, warn about tails, audit, warn about survivors: `kgit gate audit` (full) and the
+    baseline (QUICK)."""
+    started = time.monotonic()
     require_trusted(campaign, "audit the gate (it runs test_command)")
     plan = plan_audit(campaign, campaign.best_tip())
     if plan.tail_warning:
         warn(plan.tail_warning)
     audit = audit_gate(campaign, plan, say, count=count, trigger=trigger, timeout_s=timeout_s,
-                       echo=echo)  # fmt: skip
+                       echo=echo, quick=quick, started=started)  # fmt: skip
     weak = weak_gate_warning(audit)
     if weak:
         warn(weak)
@@ -173,6 +168,8 @@ def audit_gate(
     trigger: str,
     timeout_s: float | None = None,
     echo: bool = False,
+    quick: bool = False,
+    started: float | None = None,
 ) -> GateAudit:
     """Run the gate on COUNT mutants of PLAN's kernel_source files; record the audit.
 
@@ -180,7 +177,7 @@ def audit_gate(
     on the unmutated kernel (recorded: no mutant can be judged)."""
     if not plan.mutants:
         raise nothing_to_mutate(campaign, plan)
-    started = time.monotonic()
+    started = started or time.monotonic()
     audit = GateAudit(
         campaign=campaign.name,
         commit=plan.commit,
@@ -190,12 +187,20 @@ def audit_gate(
         sites=plan.sites,
         skipped=plan.skipped,
         tail_warning=plan.tail_warning,
+        mode="quick" if quick else "full",
     )
     shown = ", ".join(f"{p} ({len(m)})" for p, m in plan.mutants.items())
     say(f"gate audit of {plan.commit[:10]}: mutation sites in {shown}")
     scratch = scratch_tree(campaign, plan.commit, plan.sources, say, echo=echo)
-    with exclusive(campaign), scratch as tree:
-        control = _audit_in(campaign, plan, tree, audit, say, count=count, timeout_s=timeout_s)
+    trees: list[Path] = []
+    try:
+        with exclusive(campaign), scratch as tree:
+            trees.append(tree)
+            run = AuditRun(campaign, plan, trees, audit, say, count, timeout_s, started, echo)
+            control = run.quick() if quick else run.full()
+    finally:
+        for extra in trees[1:]:
+            reset(extra)
     audit.seconds = round(time.monotonic() - started, 3)
     record_audit(campaign, audit)
     if audit.error:
@@ -220,7 +225,9 @@ def weak_gate_warning(audit: GateAudit) -> str | None:
     if audit.survivors:
         width = max(len(m.where) for m in audit.survivors)
         listed = "".join(
-            f"\n  {m.where:<{width}}  {m.kind:<11}  {m.mutation}" for m in audit.survivors
+            f"\n  {m.where:<{width}}  {m.kind:<11}  {m.mutation}"
+            + (f"  ({m.note})" if m.note else "")
+            for m in audit.survivors
         )
         parts.append(
             f"{len(audit.survivors)} of {audit.tried} mutants of the kernel SURVIVED the gate "
@@ -245,101 +252,6 @@ def nothing_to_mutate(campaign: Campaign, plan: Plan) -> KgitError:
         "kernel_source names"
         + ("" if sources else "; this campaign declares none (kgit init --kernel-source PATH)"),
     )
-
-
-def _audit_in(
-    campaign: Campaign,
-    plan: Plan,
-    tree: Path,
-    audit: GateAudit,
-    say: Say,
-    *,
-    count: int,
-    timeout_s: float | None,
-) -> CommandResult:
-    """Control, canaries, mutants: the three kinds of gate run, filling AUDIT. Returns the
-    control's result."""
-    limit = campaign.manifest.timeout_s
-    control = run_gate(campaign, tree, limit)
-    audit.control_s = round(control.seconds, 3)
-    if not control.ok:
-        why = "timed out" if control.returncode is None else f"exited {control.returncode}"
-        audit.error = (
-            f"gate audit: the gate fails on the unmutated kernel in a clean checkout of "
-            f"{plan.commit[:10]} (it {why} after {control.seconds:.1f} s), so no mutant can be "
-            "judged"
-        )
-        return control
-    allowed = timeout_s or min(limit, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * control.seconds
-                                          + TIMEOUT_MARGIN_S))  # fmt: skip
-    audit.timeout_s = round(allowed, 1)
-    say(f"gate audit: the unmutated kernel passes in {control.seconds:.1f} s; "
-        f"{allowed:.0f} s allowed per mutant (a hang counts as caught)")  # fmt: skip
-    for path in list(plan.mutants):
-        if _canary_passes(campaign, tree, path, plan.sources[path], allowed, say):
-            audit.unexercised.append(path)
-            del plan.mutants[path]
-    chosen = choose([m for sites in plan.mutants.values() for m in sites], count)
-    for number, mutant in enumerate(chosen, 1):
-        result = _try_mutant(campaign, tree, mutant, plan.sources[mutant.path], allowed)
-        audit.mutants.append(result)
-        by = f" by {result.caught_by}" if result.caught_by else ""
-        say(
-            f"gate audit: [{number}/{len(chosen)}] {mutant.where} {mutant.kind} "
-            f"{mutant.description}: {result.outcome.upper() if result.outcome == SURVIVED else result.outcome}"
-            f"{by if result.outcome == CAUGHT else ''} ({result.seconds:.1f} s)"
-        )
-    return control
-
-
-def _canary_passes(
-    campaign: Campaign, tree: Path, path: str, source: bytes, allowed: float, say: Say
-) -> bool:
-    """Whether the gate passes with PATH replaced by a file that cannot load or build."""
-    suffix = PurePosixPath(path).suffix.lower()
-    if suffix in PYTHON_SUFFIXES:
-        broken = b'raise ImportError("kgit gate audit: a canary that must not load")\n' + source
-    else:
-        assert suffix in CPP_SUFFIXES
-        broken = b'#error "kgit gate audit: a canary that must not build"\n' + source
-    result, built = gate_with(campaign, tree, path, broken, source, allowed)
-    passes = built and result is not None and result.ok
-    if passes:
-        say(f"gate audit: the gate PASSES with {path} unable to load: it never loads that file")
-    else:
-        say(f"gate audit: the gate fails with {path} unable to load, as it should")
-    return passes
-
-
-def _try_mutant(
-    campaign: Campaign, tree: Path, mutant: Mutant, source: bytes, allowed: float
-) -> MutantResult:
-    result, built = gate_with(campaign, tree, mutant.path, mutant.apply(source), source, allowed)
-    if not built or result is None:
-        outcome, seconds = NOT_BUILT, 0.0
-    else:
-        seconds = result.seconds
-        outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
-    return MutantResult(
-        where=mutant.where,
-        kind=mutant.kind,
-        mutation=mutant.description,
-        outcome=outcome,
-        seconds=round(seconds, 3),
-        caught_by=_caught_by(result) if result is not None and outcome == CAUGHT else None,
-    )
-
-
-def _caught_by(result: CommandResult) -> str:
-    """The first test pytest names as failed, else how the gate ended (a crash of the kernel,
-    an out-of-bounds access that killed the process, shows as its exit status)."""
-    failed = _PYTEST_FAILED.search(result.tail)
-    if failed:
-        return failed.group(1)
-    code = result.returncode or 0
-    signals = {128 + 6: "SIGABRT", 128 + 11: "SIGSEGV", 128 + 7: "SIGBUS", -6: "SIGABRT",
-               -11: "SIGSEGV", -7: "SIGBUS"}  # fmt: skip
-    return f"exit {code}" + (f" ({signals[code]})" if code in signals else "")
 
 
 def record_audit(campaign: Campaign, audit: GateAudit) -> None:

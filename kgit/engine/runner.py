@@ -67,7 +67,64 @@ def run_command(
     """Run COMMAND through the shell; keep the last TAIL_BYTES of stdout+stderr. TETHER: the
     repository (its common git folder) whose next measurement kills the command if kgit dies
     before it; None for a command that writes the repository and may finish alone."""
-    start = time.monotonic()
+    return start_command(command, cwd, tether=tether, echo=echo, env=env).wait(timeout_s)
+
+
+class Started:
+    """A command `start_command` started: poll it, wait for it, or kill it (its whole process
+    group: it runs in its own session, so no signal of the terminal reaches it)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], echo: bool) -> None:
+        self.proc, self.began = proc, time.monotonic()
+        self.tail: deque[bytes] = deque()
+        self.digests = DigestLines()  # of the whole output, not only the kept tail
+        assert proc.stdout is not None
+        self.reader = threading.Thread(
+            target=_pump, args=(proc.stdout, self.tail, echo, self.digests), daemon=True
+        )
+        self.reader.start()
+
+    def wait(self, timeout_s: float) -> CommandResult:
+        """The result, killing the command past TIMEOUT_S (returncode None) or when this wait
+        is interrupted (Ctrl-C, SIGTERM: left alive, a harness keeps the GPU)."""
+        try:
+            returncode: int | None = self.proc.wait(timeout=max(timeout_s, 0.001))
+        except subprocess.TimeoutExpired:
+            self.kill()
+            returncode = None
+        except BaseException:
+            self.kill()
+            raise
+        return self._result(returncode)
+
+    def poll(self) -> CommandResult | None:
+        """The result once the command has ended, else None."""
+        code = self.proc.poll()
+        return None if code is None else self._result(code)
+
+    def kill(self) -> CommandResult:
+        """Kill it now (a timeout: returncode None)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        return self._result(None)
+
+    def _result(self, returncode: int | None) -> CommandResult:
+        self.reader.join(timeout=5)
+        text = b"".join(self.tail)[-TAIL_BYTES:].decode(errors="replace")
+        digests = tuple(self.digests.close())
+        return CommandResult(returncode, time.monotonic() - self.began, text, digests)
+
+
+def start_command(
+    command: str,
+    cwd: Path,
+    *,
+    tether: Path | None,
+    echo: bool = False,
+    env: dict[str, str] | None = None,
+) -> Started:
+    """COMMAND started through the shell, as `run_command` runs it, without waiting."""
     proc = subprocess.Popen(
         command,
         shell=True,
@@ -78,27 +135,7 @@ def run_command(
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    tail: deque[bytes] = deque()
-    digests = DigestLines()
-    assert proc.stdout is not None
-    reader = threading.Thread(target=_pump, args=(proc.stdout, tail, echo, digests), daemon=True)
-    reader.start()
-    try:
-        returncode: int | None = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        returncode = None
-    except BaseException:
-        # Ctrl-C, SIGTERM, SIGHUP: the command runs in its own session, so no signal of the
-        # terminal reaches it. Left alive, a harness keeps the GPU and a test keeps running.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    reader.join(timeout=5)
-    text = b"".join(tail)[-TAIL_BYTES:].decode(errors="replace")
-    return CommandResult(returncode, time.monotonic() - start, text, tuple(digests.close()))
+    return Started(proc, echo)
 
 
 @dataclass(frozen=True)

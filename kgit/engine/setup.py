@@ -10,6 +10,7 @@ from kgit.engine.gate import Say, frozen_files, gate_failure, gate_files, record
 from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.integrity import impossible, measured_rates
+from kgit.engine.launches import baseline_log, harness_records
 from kgit.engine.passes import Measurement, require_clean
 from kgit.engine.rounds import links_out
 from kgit.engine.tips import print_tips
@@ -152,7 +153,9 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
 
     # The full pass; under the interleaved policy the A/A calibration follows in the same
     # harness process (a measuring worker), so the floors are those of the rounds' blocks.
-    calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
+    # The pass records what the target shapes launch, for the gate audit below (no extra run).
+    with harness_records(baseline_log(campaign)):
+        calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
     run = calibrated.first
     table, score = run.table, run.score
     inactive = list(score.failing)

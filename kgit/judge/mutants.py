@@ -26,16 +26,30 @@ mutants an audit runs. Pure functions over text: no git, no files, no processes.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from kgit.judge.mutants_cpp import cpp_mutants
 from kgit.judge.mutants_python import python_mutants
 from kgit.judge.mutation import Mutant, NotMutable
 
-__all__ = ["KINDS", "Mutant", "NotMutable", "choose", "cpp_mutants", "mutants_of", "python_mutants"]
+__all__ = [
+    "KINDS",
+    "TAIL_KINDS",
+    "Mutant",
+    "NotMutable",
+    "choose",
+    "cpp_mutants",
+    "draw",
+    "mutants_of",
+    "python_mutants",
+]
 
 # The order in which kinds are drawn: the first mutants of an audit are the most telling ones.
 KINDS = ("denominator", "arith", "boundary", "mask", "constant", "other")
+# The kinds whose harm lives in a tail (a ragged edge, the padded lanes): shapes without one
+# cannot show it, so a harness run on such shapes cannot vouch for them.
+TAIL_KINDS = frozenset({"denominator", "boundary", "mask", "other"})
 
 PYTHON_SUFFIXES = (".py",)
 CPP_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hip", ".inl")
@@ -69,6 +83,25 @@ def choose(mutants: list[Mutant], count: int) -> list[Mutant]:
         for kind in KINDS:
             if by_kind[kind] and len(chosen) < count:
                 chosen.append(by_kind[kind].pop(0))
+    return chosen
+
+
+def draw(mutants: list[Mutant], count: int, tiers: Callable[[Mutant], int]) -> list[Mutant]:
+    """COUNT mutants, tier by tier (TIERS(mutant): 0 first; the gate audit's tiers are where the
+    code runs, kgit/judge/reach.py), each tier's kernels taken in turn (so two kernels the
+    target shapes run both get mutants before either gets a second), each kernel's mutants in
+    `choose`'s order."""
+    by_tier: dict[int, dict[str, list[Mutant]]] = {}
+    for mutant in mutants:
+        functions = by_tier.setdefault(tiers(mutant), {})
+        functions.setdefault(f"{mutant.path}:{mutant.function}", []).append(mutant)
+    chosen: list[Mutant] = []
+    for tier in sorted(by_tier):
+        queues = [choose(group, len(group)) for group in by_tier[tier].values()]
+        while len(chosen) < count and any(queues):
+            for queue in queues:
+                if queue and len(chosen) < count:
+                    chosen.append(queue.pop(0))
     return chosen
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kgit.judge.mutation import Mutant, NotMutable, short
 
@@ -60,8 +60,37 @@ def python_mutants(path: str, source: bytes) -> list[Mutant]:
                 for kind, new, text in _python_sites(node, parent, scope):
                     mutant = _splice(path, source, offsets, node, new, kind, text)
                     if mutant is not None:
-                        found.append(mutant)
+                        found.append(replace(mutant, function=function.name))
     return sorted(found, key=lambda m: (m.start, m.kind))
+
+
+@dataclass(frozen=True)
+class KernelFunction:
+    """A function the audit mutates: its name, `def` line, whether it is a Triton kernel
+    (`@jit`: launches of those are recorded) and the names it calls (a `@jit` helper runs
+    inside the kernels that call it, launched or not itself)."""
+
+    name: str
+    line: int
+    jit: bool
+    calls: frozenset[str]
+
+
+def kernel_functions(source: bytes) -> list[KernelFunction]:
+    """The functions `python_mutants` mutates in SOURCE, in file order ([] when it does not
+    parse: `python_mutants` says why)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for function in _kernel_functions(tree):
+        calls = frozenset(
+            _call_name(node) for node in ast.walk(function) if isinstance(node, ast.Call)
+        )
+        jit = any(_is_jit(d) for d in function.decorator_list)
+        found.append(KernelFunction(function.name, function.lineno, jit, calls - {""}))
+    return sorted(found, key=lambda f: f.line)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ class Mutant:
     start: int
     end: int
     replacement: bytes
+    # The kernel (function) the change lies in, for the audit's reach and per-kernel figures;
+    # None where the mutator does not know it (C++ sources are read by tokens).
+    function: str | None = None
 
     @property
     def where(self) -> str:

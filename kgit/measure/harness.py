@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from kgit.launch_hook.sitecustomize import install as record_launches
 from kgit.measure.budget import give_back, log_peak, out_of_memory_report
 from kgit.measure.report import Row, fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import Shape, ShapeError, load_shapes, validate_shapes
@@ -244,6 +245,9 @@ def run_harness(
     as a measuring worker (`KGIT_WORKER=1`), it then stays up and answers block requests
     (kgit/records/protocol.py): the kernels are imported, compiled and tuned once per side."""
     args = _parse(argv, description)
+    # What the target shapes launch, when kgit asks (KGIT_LAUNCH_LOG, at baseline): the gate
+    # audit mutates that code first. Only each kernel's first launch is seen (timing is not).
+    record_launches(once=True)
     worker = os.environ.get(WORKER_ENV) == "1"
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # no context yet
     if worker and os.environ.get(HOLD_ENV) == "1" and not _released():

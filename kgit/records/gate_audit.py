@@ -12,11 +12,21 @@ from typing import Any
 
 from kgit.errors import KgitError
 
-AUDIT_VERSION = 1
+# 2: each mutant's kernel function and reach, UNREACHED and BELOW_TOLERANCE, the per-kernel
+# figures (`functions`), the launches (`reach`) and the audit's mode. A version-1 audit reads
+# with those empty (`from_dict`).
+AUDIT_VERSION = 2
 
 # A mutant's outcome. A mutant that hangs the gate until its timeout counts as caught: a hang
 # fails a gate. One whose rebuild fails never reached the gate and counts for neither side.
 CAUGHT, TIMED_OUT, SURVIVED, NOT_BUILT = "caught", "timed out", "survived", "not built"
+# A mutant in a kernel that neither the gate nor the target shapes launch: not run, since it
+# would pass any gate and says nothing about this one.
+UNREACHED = "unreached"
+# A mutant the gate passed whose results the harness's own reference check also passes on every
+# target shape (`+ eps` -> `- eps`): a change below the gate's tolerance, not a hole in it.
+BELOW_TOLERANCE = "below tolerance"
+UNREACHED_WORDS = "unreached by the gate and by the target shapes"
 
 
 @dataclass
@@ -27,6 +37,26 @@ class MutantResult:
     outcome: str
     seconds: float
     caught_by: str | None = None  # the first failing test the gate named, when it names one
+    function: str | None = None  # the kernel function it lies in, when known
+    reach: str | None = None  # kgit/judge/reach.py TIERS: who runs that function
+    note: str | None = None  # why it was judged without a gate run, or what else checked it
+
+
+@dataclass
+class KernelFigures:
+    """One kernel function's share of the audit: the gate's strength there, as counts."""
+
+    path: str
+    function: str
+    line: int
+    shapes: bool | None  # the target shapes launch it (None: not known)
+    gate: bool | None  # the gate launches it
+    sites: int = 0
+    tried: int = 0  # judged: caught + survived + below tolerance
+    caught: int = 0
+    survived: int = 0
+    unreached: int = 0
+    below_tolerance: int = 0
 
 
 @dataclass
@@ -48,10 +78,25 @@ class GateAudit:
     timeout_s: float | None = None  # allowed per mutant
     seconds: float = 0.0
     error: str | None = None  # why the audit could not judge any mutant
+    # "full" (kgit gate audit: every drawn mutant) or "quick" (the baseline's: at most two gate
+    # runs of time, the first survivor of each kernel ends that kernel's mutants)
+    mode: str = "full"
+    budget_s: float | None = None  # the quick audit's wall-time allowance
+    not_run: int = 0  # drawn mutants left unjudged (the budget ran out, or a survivor came first)
+    functions: list[KernelFigures] = field(default_factory=list)
+    reach: list[str] = field(default_factory=list)  # what the shapes and the gate run, in words
 
     @property
     def tried(self) -> int:
-        return sum(m.outcome != NOT_BUILT for m in self.mutants)
+        return sum(m.outcome not in (NOT_BUILT, UNREACHED) for m in self.mutants)
+
+    @property
+    def unreached(self) -> list[MutantResult]:
+        return [m for m in self.mutants if m.outcome == UNREACHED]
+
+    @property
+    def below_tolerance(self) -> list[MutantResult]:
+        return [m for m in self.mutants if m.outcome == BELOW_TOLERANCE]
 
     @property
     def caught(self) -> int:
@@ -84,6 +129,10 @@ class GateAudit:
             "timed_out": self.timed_out,
             "survived": len(self.survivors),
             "survivors": [f"{m.where} {m.kind} {m.mutation}" for m in self.survivors],
+            "unreached": len(self.unreached),
+            "below_tolerance": len(self.below_tolerance),
+            "functions": [asdict(f) for f in self.functions],
+            "reach": self.reach,
             "unexercised": self.unexercised,
             "skipped": self.skipped,
             "tail_warning": self.tail_warning,
@@ -100,5 +149,11 @@ class GateAudit:
                 hint="upgrade kgit (pip install -U kgit), or run kgit gate audit again",
             )
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        known["mutants"] = [MutantResult(**m) for m in data.get("mutants") or []]
+        known["mutants"] = [_known(MutantResult, m) for m in data.get("mutants") or []]
+        known["functions"] = [_known(KernelFigures, f) for f in data.get("functions") or []]
+        known["schema_version"] = AUDIT_VERSION  # version 1 lacks only what defaults fill in
         return cls(**known)
+
+
+def _known(cls: Any, data: dict[str, Any]) -> Any:
+    return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})

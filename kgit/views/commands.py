@@ -24,7 +24,15 @@ def audit_line(audit: dict[str, Any] | None) -> str:
         return ""
     survived = f", {audit['survived']} SURVIVED (kgit gate audit)" if audit["survived"] else ""
     never = "".join(f"; the gate never loads {path}" for path in audit["unexercised"])
-    return f"gate audit: {audit['caught']} of {audit['tried']} mutants caught{survived}{never}\n"
+    aside = "".join(
+        f", {audit[key]} {words}"
+        for key, words in (("below_tolerance", "below tolerance"), ("unreached", "unreached"))
+        if audit.get(key)
+    )
+    return (
+        f"gate audit: {audit['caught']} of {audit['tried']} mutants caught{survived}{aside}"
+        f"{never}\n"
+    )
 
 
 def render_verdict(r: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.records.gate_audit import SURVIVED, GateAudit
+from kgit.records.gate_audit import SURVIVED, UNREACHED_WORDS, GateAudit
 from kgit.views.document import FAIL_MARK, PASS_MARK, Block, Bullets, Heading, Para, Table
 from kgit.views.lineage import github_table
 
@@ -19,6 +19,8 @@ def audit_data(audit: GateAudit) -> dict[str, Any]:
         "caught": audit.caught,
         "timed_out": audit.timed_out,
         "survived": len(audit.survivors),
+        "unreached": len(audit.unreached),
+        "below_tolerance": len(audit.below_tolerance),
         "weak": audit.weak,
     }
     return {**audit.to_dict(), **counts}
@@ -32,7 +34,7 @@ def _rows(data: dict[str, Any]) -> list[list[str]]:
             m["kind"],
             m["mutation"],
             m["outcome"].upper() if m["outcome"] == SURVIVED else m["outcome"],
-            m["caught_by"] or "",
+            m["caught_by"] or m.get("note") or "",
             f"{m['seconds']:.1f}",
         ]
         for number, m in enumerate(data["mutants"], 1)
@@ -43,7 +45,43 @@ def counts_line(data: dict[str, Any]) -> str:
     hangs = (
         f" ({data['timed_out']} by timeout: a hang counts as caught)" if data["timed_out"] else ""
     )
-    return f"caught {data['caught']} of {data['tried']}{hangs}; survived {data['survived']}"
+    extra = [
+        f"{data[key]} {words}"
+        for key, words in (
+            ("below_tolerance", "below the gate's tolerance"),
+            ("unreached", f"{UNREACHED_WORDS} (not run)"),
+            ("not_run", "not run (out of time, or after a survivor in the same kernel)"),
+        )
+        if data.get(key)
+    ]
+    return f"caught {data['caught']} of {data['tried']}{hangs}; survived {data['survived']}" + (
+        "; " + "; ".join(extra) if extra else ""
+    )
+
+
+FIGURE_HEADERS = ["kernel", "where", "shapes", "gate", "sites", "tried", "caught", "survived",
+                  "unreached", "below tol."]  # fmt: skip
+
+
+def _ran(value: bool | None) -> str:
+    return "?" if value is None else "runs" if value else "never"
+
+
+def figure_rows(data: dict[str, Any]) -> list[list[str]]:
+    """Per kernel function: who runs it and what its mutants came to (the gate's strength)."""
+    return [
+        [
+            f["function"],
+            f"{f['path']}:{f['line']}",
+            _ran(f["shapes"]),
+            _ran(f["gate"]),
+            *(
+                str(f[k])
+                for k in ("sites", "tried", "caught", "survived", "unreached", "below_tolerance")
+            ),
+        ]
+        for f in data.get("functions") or []
+    ]
 
 
 def render_audit(data: dict[str, Any]) -> str:
@@ -52,14 +90,24 @@ def render_audit(data: dict[str, Any]) -> str:
         f"mutant(s) of {data['sites']} site(s) in kernel_source; gate `{data['command']}`"
     ]
     if data["mutants"]:
-        headers = ["#", "where", "kind", "mutation", "outcome", "caught by", "s"]
+        headers = ["#", "where", "kind", "mutation", "outcome", "caught by, or why", "s"]
         lines.append(github_table(headers, _rows(data)))
-    lines.append(counts_line(data) + f"; {data['seconds']:.0f} s in all")
+    lines.append(counts_line(data) + f"; {data['seconds']:.0f} s in all" + _budget(data))
+    if data.get("functions"):
+        lines.append("per kernel (shapes / gate: whether the target shapes / the gate launch it)")
+        lines.append(github_table(FIGURE_HEADERS, figure_rows(data)))
+    lines += list(data.get("reach") or [])
     lines += [f"not mutated: {item}" for item in data["skipped"]]
     lines += [f"never loaded by the gate: {path}" for path in data["unexercised"]]
     if data["weak"]:
         lines.append("next: strengthen the gate's tests, commit them, kgit gate audit")
     return "\n".join(lines)
+
+
+def _budget(data: dict[str, Any]) -> str:
+    if not data.get("budget_s"):
+        return ""
+    return f" (quick audit: {data['budget_s']:.0f} s allowed, two gate runs)"
 
 
 def report_blocks(data: dict[str, Any] | None, best_commit: str) -> list[Block]:
@@ -78,6 +126,7 @@ def report_blocks(data: dict[str, Any] | None, best_commit: str) -> list[Block]:
     facts = [
         f"Gate `{data['command']}` run on mutants of `{data['commit'][:10]}`{older} "
         f"({data['trigger']}, {data['at']}): {counts_line(data)}.",
+        *(line[0].upper() + line[1:] + "." for line in data.get("reach") or []),
     ]
     facts += [f"Not mutated: {item}" for item in data["skipped"]]
     facts += [f"{NO} never loaded by the gate: `{path}`" for path in data["unexercised"]]
@@ -87,7 +136,9 @@ def report_blocks(data: dict[str, Any] | None, best_commit: str) -> list[Block]:
     if data["error"]:
         blocks.append(Para(f"{NO} {data['error']}"))
     elif data["mutants"]:
-        headers = ["#", "where", "kind", "mutation", "outcome", "caught by", "s"]
+        if data.get("functions"):
+            blocks.append(Table(FIGURE_HEADERS, figure_rows(data)))
+        headers = ["#", "where", "kind", "mutation", "outcome", "caught by, or why", "s"]
         blocks.append(Table(headers, _rows(data)))
         verdict = (
             f"{NO} the gate passed {data['survived']} wrong kernel(s)."

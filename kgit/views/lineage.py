@@ -60,6 +60,8 @@ def gate_audit_lines(summary: dict[str, Any] | None, best_commit: str) -> list[s
         ]
     weak = summary["survived"] or summary["unexercised"]
     text = f"{where}: {summary['caught']} of {summary['tried']} mutants caught"
+    if summary.get("unreached"):
+        text += f" ({summary['unreached']} in code neither the gate nor the shapes run)"
     if not weak:
         return [f"gate      {text}"]
     survivors = ", ".join(s.split(" ", 1)[0] for s in summary["survivors"][:3])

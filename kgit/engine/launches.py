@@ -1,0 +1,60 @@
+"""Recording which Triton kernels a command launches, for the gate audit (kgit/judge/reach.py).
+
+The recorder is a `sitecustomize.py` of kgit's (kgit/launch_hook/), which any Python process
+imports at start-up from the first folder of PYTHONPATH that has one: so it works for a gate that
+is any command (pytest, a script, make), and needs nothing from the harness either. It is put
+there explicitly, and only in the environment of the audit's own runs of the gate and the
+harness: every other run of them (the commit hook, a validation's timed passes) keeps the
+environment it had (issue 27 keeps those runs isolated from what an inherited PYTHONPATH adds),
+and no timed run pays the recorder's cost on each launch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kgit.engine.campaign import Campaign
+from kgit.judge.reach import Launches, parse_launches
+from kgit.resources import launch_hook_dir
+
+LAUNCH_LOG_ENV = "KGIT_LAUNCH_LOG"  # the recorder's own name for it: kgit/launch_hook/
+
+
+def recording(env: dict[str, str], log: Path) -> dict[str, str]:
+    """ENV with the recorder first on PYTHONPATH, logging to LOG (emptied first)."""
+    log.write_text("")
+    path = os.pathsep.join(filter(None, [str(launch_hook_dir()), env.get("PYTHONPATH")]))
+    return {**env, "PYTHONPATH": path, LAUNCH_LOG_ENV: str(log)}
+
+
+def read_launches(log: Path, tree: Path) -> Launches:
+    """What the run that logged to LOG launched from TREE's files."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return parse_launches(text, {str(tree), os.path.realpath(tree)})
+
+
+def baseline_log(campaign: Campaign) -> Path:
+    """Where the baseline's harness pass logs what the target shapes launch."""
+    return campaign.repo.kgit_dir() / "worktrees" / campaign.name / "baseline-launches.jsonl"
+
+
+@contextmanager
+def harness_records(log: Path) -> Iterator[None]:
+    """The harness processes started inside the block log their launches to LOG: a harness
+    built on kgit.measure records in-process, only each kernel's first launch, when
+    KGIT_LAUNCH_LOG is set (kgit/measure/harness.py); PYTHONPATH is left as it is. Every kgit
+    command's environment for what it spawns is a copy of its own (gitdoor's clean_env)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    before = os.environ.get(LAUNCH_LOG_ENV)
+    os.environ[LAUNCH_LOG_ENV] = str(log)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(LAUNCH_LOG_ENV, None)
+        else:
+            os.environ[LAUNCH_LOG_ENV] = before

@@ -1,0 +1,155 @@
+"""kgit's launch recorder: which `@triton.jit` functions a process launches.
+
+kgit puts this folder first on PYTHONPATH, with KGIT_LAUNCH_LOG naming a file, only for the gate
+audit's own runs of the gate and the harness (kgit/engine/launches.py): Python imports
+`sitecustomize` at start-up, so any Python process the gate command starts (pytest, a script,
+make calling python) records its launches, with no change to the gate. It is never on the path
+of a measured run: the wrapper costs the host a little on each launch.
+
+It imports nothing at start-up beyond the standard library: when (if ever) the process imports
+`triton.runtime.jit` or `triton.runtime.interpreter`, the `run` of its JIT function class is
+wrapped (the GPU's JITFunction and the interpreter's InterpretedFunction: `kernel[grid](...)` and
+the autotuner both go through `run`). Each (kernel, test) pair is logged once per process, one
+JSON object a line, appended: {"kernel": name, "file": path, "test": pytest's current test}.
+A line {"started": pid} says the recorder ran, {"patched": module} that triton was wrapped, and
+{"error": ...} why it could not be: kgit tells "launched nothing" from "not recorded" by them.
+
+A `sitecustomize` that this one hides (a distribution's, a virtual environment's) is run after it.
+
+A harness built on kgit.measure calls `install(once=True)` itself (kgit/measure/harness.py), so
+kgit's baseline pass records what the target shapes launch with no change to PYTHONPATH; once
+each kernel's first launch is logged, its `run` is the original again (no cost on timed calls).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from typing import Any
+
+LOG_ENV = "KGIT_LAUNCH_LOG"
+_TARGETS = ("triton.runtime.jit", "triton.runtime.interpreter")
+_CLASSES = {
+    "triton.runtime.jit": "JITFunction",
+    "triton.runtime.interpreter": "InterpretedFunction",
+}
+_seen: set[tuple[str, str, str]] = set()
+_once = False
+
+
+def _write(record: dict[str, Any]) -> None:
+    path = os.environ.get(LOG_ENV)
+    if not path:
+        return
+    # One write of one short line with O_APPEND: processes that log at once do not interleave.
+    line = (json.dumps(record) + "\n").encode()
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError:
+        return
+    try:
+        os.write(handle, line)
+    finally:
+        os.close(handle)
+
+
+def _record(function: Any, original: Any) -> None:
+    fn = getattr(function, "fn", None)
+    code = getattr(fn, "__code__", None)
+    if fn is None or code is None:
+        return
+    # pytest names the running test in this variable (inherited by the processes it starts).
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    if _once:  # later launches call the original directly: timed calls pay nothing
+        function.run = functools.partial(original, function)
+    key = (code.co_filename, fn.__qualname__, test)
+    if key in _seen:
+        return
+    _seen.add(key)
+    record = {"kernel": fn.__qualname__, "file": code.co_filename, "test": test}
+    _write({**record, "cwd": os.getcwd()})
+
+
+def _patch(name: str, module: Any) -> None:
+    cls = getattr(module, _CLASSES[name], None)
+    original = getattr(cls, "run", None)
+    if getattr(original, "_kgit_recorded", False):
+        return
+    if original is None:
+        _write({"error": f"{name}.{_CLASSES[name]}.run not found: launches not recorded"})
+        return
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("warmup"):  # a warm-up compiles; it launches nothing
+            _record(self, original)
+        return original(self, *args, **kwargs)
+
+    run._kgit_recorded = True  # type: ignore[attr-defined]
+    cls.run = run  # type: ignore[union-attr]
+    _write({"patched": name})
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds triton's JIT modules as the other finders do, and wraps `run` once they ran."""
+
+    busy = False
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in _TARGETS or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy = False
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        execute = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            execute(module)
+            try:
+                _patch(name, module)
+            except Exception as error:  # never break the user's import over a record
+                _write({"error": f"{name}: {error!r}"})
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _run_hidden_sitecustomize() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or spec.origin == __file__:
+        return
+    module = importlib.util.module_from_spec(spec)
+    # As Python itself does for a failing sitecustomize: go on.
+    with contextlib.suppress(Exception):
+        spec.loader.exec_module(module)
+
+
+def install(*, once: bool = False) -> None:
+    """Record this process's launches to KGIT_LAUNCH_LOG, if it names a file (else nothing).
+    ONCE: only each kernel's first launch goes through the recorder."""
+    global _once
+    if not os.environ.get(LOG_ENV) or any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        return
+    _once = once
+    _write({"started": os.getpid()})
+    for name in _TARGETS:  # a harness imports its kernels (and triton) before calling us
+        if name in sys.modules:
+            _patch(name, sys.modules[name])
+    sys.meta_path.insert(0, _AfterImport())
+
+
+if __name__ == "sitecustomize":  # run by Python at start-up, not imported by kgit.measure
+    install()
+    _run_hidden_sitecustomize()

@@ -1,0 +1,71 @@
+"""The stored gate audit's versions: a version-1 audit (before reach and per-kernel figures)
+still reads; a newer one is refused with "upgrade kgit"."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgit.errors import KgitError
+from kgit.records.gate_audit import AUDIT_VERSION, BELOW_TOLERANCE, UNREACHED, GateAudit
+
+VERSION_1 = {
+    "campaign": "c1",
+    "commit": "a" * 40,
+    "at": "2026-01-01T00:00:00Z",
+    "trigger": "baseline",
+    "command": "pytest -q",
+    "schema_version": 1,
+    "sites": 9,
+    "mutants": [
+        {
+            "where": "k.py:3",
+            "kind": "arith",
+            "mutation": "`+` -> `-`",
+            "outcome": "survived",
+            "seconds": 1.5,
+            "caught_by": None,
+        },
+        {
+            "where": "k.py:4",
+            "kind": "mask",
+            "mutation": "drop",
+            "outcome": "caught",
+            "seconds": 1.0,
+            "caught_by": "test_k.py::test_a",
+        },
+    ],
+    "skipped": [],
+    "unexercised": [],
+    "tail_warning": None,
+    "control_s": 2.0,
+    "timeout_s": 30.0,
+    "seconds": 9.0,
+    "error": None,
+}
+
+
+def test_a_version_1_audit_reads_with_empty_figures() -> None:
+    audit = GateAudit.from_dict(VERSION_1)
+    assert audit.schema_version == AUDIT_VERSION and audit.mode == "full"
+    assert audit.tried == 2 and audit.caught == 1 and len(audit.survivors) == 1
+    assert audit.functions == [] and audit.reach == [] and audit.mutants[0].function is None
+    summary = audit.summary()
+    assert summary["unreached"] == 0 and summary["functions"] == []
+    assert GateAudit.from_dict(audit.to_dict()).to_dict() == audit.to_dict()
+
+
+def test_unreached_and_below_tolerance_are_neither_tried_nor_survived() -> None:
+    data = dict(VERSION_1, schema_version=AUDIT_VERSION)
+    data["mutants"] = [
+        dict(VERSION_1["mutants"][0], outcome=UNREACHED),  # type: ignore[index]
+        dict(VERSION_1["mutants"][0], outcome=BELOW_TOLERANCE),  # type: ignore[index]
+    ]
+    audit = GateAudit.from_dict(data)
+    assert audit.tried == 1 and audit.survivors == [] and not audit.weak
+    assert len(audit.unreached) == 1 and len(audit.below_tolerance) == 1
+
+
+def test_a_newer_audit_is_refused() -> None:
+    with pytest.raises(KgitError, match="this kgit reads up to") as refused:
+        GateAudit.from_dict(dict(VERSION_1, schema_version=AUDIT_VERSION + 1))
+    assert "upgrade kgit" in (refused.value.hint or "")
