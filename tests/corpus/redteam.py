@@ -248,6 +248,13 @@ ATTEMPTS = [
         steps=(OUTSIDE_PATH_VALIDATE,),
     ),
     Attempt(
+        "idle-neighbour",
+        "processes of the kernel's burn CPU only while it sits idle (the reference's blocks, "
+        "under interleaved measuring); the kernel is slower",
+        {"kernel.py": f.NEIGHBOUR},
+        Stop(VALIDATE, 0, "ROLLED BACK"),
+    ),
+    Attempt(
         "sitecustomize-committed",
         "the same sitecustomize.py committed beside a slower kernel",
         {"kernel.py": f.SLOW, "sitecustomize.py": f.DOUBLE_CSV},

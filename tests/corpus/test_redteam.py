@@ -74,7 +74,7 @@ UNDER_DEFAULT = {
     "control-honest", "lazy-output", "stopped-clock", "slow-clock", "atexit-double",
     "hidden-atexit-double", "hidden-slow-clock", "sitecustomize", "sitecustomize-committed",
     "amend-after-validate", "forged-note", "link-out", "flood-forged-digest",
-    "pythonpath-sitecustomize",
+    "pythonpath-sitecustomize", "idle-neighbour",
 }  # fmt: skip
 
 
