@@ -27,3 +27,9 @@ def launch_hook_dir() -> Path:
     """The folder of kgit's launch recorder (a `sitecustomize.py`): put first on PYTHONPATH of
     the gate audit's own runs only (kgit/engine/launches.py)."""
     return _PACKAGE / "launch_hook"
+
+
+def package_home() -> Path:
+    """The folder the running kgit package is imported from (a checkout's root, or a
+    site-packages): a harness run by kgit imports kgit's measuring library from there."""
+    return Path(__file__).resolve().parent.parent

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kgit
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
 from kgit.engine.pyenv import command_facts, isolated_env
@@ -26,6 +25,7 @@ from kgit.records.protocol import (
     written_digest,
 )
 from kgit.records.schema import BenchTable, parse_bench_csv
+from kgit.resources import package_home
 
 Say = Callable[[str], None]
 
@@ -50,7 +50,7 @@ def harness_env(tree: Path) -> dict[str, str]:
     is pip-installed in editable mode from the main tree."""
     # Then the folder of the kgit that judges: the measuring library the harness imports is
     # that kgit's, also where it is reachable only through the caller's PYTHONPATH (dropped).
-    home = str(Path(kgit.__file__).resolve().parent.parent)
+    home = str(package_home())
     return isolated_env({"PYTHONPATH": os.pathsep.join([str(tree), home]), RUN_ENV: "1"})
 
 

@@ -23,6 +23,10 @@ from tests.corpus.redteam import (
     run_attempt,
 )
 
+# Every attempt is a whole round through the CLI on copies of two baselined campaigns (~7 min):
+# the full suite runs it, the quick one (`pytest -m "not slow"`) leaves it out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="session")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

@@ -231,16 +231,20 @@ def Path(*parts):
 
 
 def test_an_untracked_file_that_passes_the_hook_does_not_pass_validate(campaign: Path) -> None:
-    """The hook gates in the user's work tree, where an untracked file (here a module that
-    shadows one the tests import; with pytest, a conftest.py) can turn a failing test suite
-    green. Validate and accept gate again in kgit's clean checkout of the commit: the buggy
-    kernel, faster and missed by the harness, stays off the best line."""
+    """An untracked file in the user's work tree (here a module that shadows one the tests
+    import; with pytest, a conftest.py) can turn a failing test suite green there. The hook
+    gates kgit's clean checkout of the snapshot, where the file is not, and blocks the commit;
+    committed anyway (--no-verify), the round has no pass and validate gates it in the clean
+    checkout: the buggy kernel, faster and missed by the harness, stays off the best line."""
     repo = campaign
     assert run_kgit("round", "start", "fast but wrong").code == 0
     (repo / "kernel.txt").write_text("speed: 130\nBUG\n")
     (repo / "pathlib.py").write_text(SHADOW)
-    done = commit(repo, "fast")
-    assert done.returncode == 0, done.stderr  # the hook's gate was fooled in the work tree
+    blocked = commit(repo, "fast")
+    assert blocked.returncode == 1, blocked.stderr
+    assert "clean checkout" in blocked.stderr and "correctness gate failed" in blocked.stderr
+    done = commit(repo, "fast", "--no-verify")
+    assert done.returncode == 0, done.stderr
     validate = run_kgit("round", "validate")
     assert validate.code == 1 and "correctness gate failed" in validate.err, validate
     assert "clean checkout" in validate.err

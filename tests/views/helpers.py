@@ -70,4 +70,9 @@ def check_golden(name: str, text: str, update: bool) -> None:
     path = GOLDEN / name
     if update:
         path.write_text(text)
-    assert text == path.read_text(), f"{name} differs from its golden file (KGIT_UPDATE_GOLDEN=1)"
+    golden = path.read_text()
+    if text != golden:
+        import difflib
+
+        diff = "".join(difflib.unified_diff(golden.splitlines(True), text.splitlines(True)))
+        raise AssertionError(f"{name} differs from its golden file (KGIT_UPDATE_GOLDEN=1):\n{diff}")
