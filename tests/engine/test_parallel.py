@@ -17,6 +17,10 @@ from kgit.gitdoor import open_repo
 from tests.conftest import commit, git, run_kgit
 from tests.engine.remotes import kgit_in, kgit_process
 
+# Several kgit processes racing for minutes of CPU: the full suite runs them, the quick one
+# (`pytest -m "not slow"`) leaves them out.
+pytestmark = pytest.mark.slow
+
 KGIT_WORKER = [sys.executable, "-m", "kgit", "-q", "worker", "--hypotheses"]
 BOOSTS = ["a", "b", "c", "d", "e", "f", "g", "h"]
 

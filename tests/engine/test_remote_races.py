@@ -20,6 +20,10 @@ from tests.engine.remotes import (
     validated,
 )
 
+# Several kgit processes racing for minutes of CPU: the full suite runs them, the quick one
+# (`pytest -m "not slow"`) leaves them out.
+pytestmark = pytest.mark.slow
+
 
 def _finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str]]:
     done = []

@@ -21,6 +21,10 @@ from kgit.records.notes import CampaignState, OpenRound
 from tests.conftest import commit, git, run_kgit
 from tests.engine.remotes import fresh_clone, kgit_in, log, make_remote
 
+# Several kgit processes racing for minutes of CPU: the full suite runs them, the quick one
+# (`pytest -m "not slow"`) leaves them out.
+pytestmark = pytest.mark.slow
+
 BOOSTS = ["a", "b", "c", "d", "e", "f", "g", "h"]
 WORKER = [sys.executable, "-m", "kgit", "-q", "worker", "--json", "--hypotheses"]
 
