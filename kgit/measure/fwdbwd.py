@@ -7,7 +7,9 @@ per timed call, built before any timing starts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import random
 import statistics
 import warnings
 from collections.abc import Callable, Sequence
@@ -95,16 +97,67 @@ def _output_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> float:
     return snr_db(out, ref_out)
 
 
+class _KeepOne:
+    """CALL, keeping one call's (inputs, output) drawn uniformly at random among the calls made
+    (reservoir sampling, from the system's random source: nothing in the process can predict
+    it), among the calls captured into a CUDA graph once there are any (those its replays run).
+
+    A kernel that tells a timed call from a checked one (its caller, a call count, a capturing
+    stream) and computes a cheaper, wrong result only when timed passed every check around the
+    timing, which ran the honest path (accepted at +229%). The kept output is one a timed call
+    produced."""
+
+    def __init__(self, call: Callable[[list[torch.Tensor]], torch.Tensor]) -> None:
+        self.call, self.seen, self.in_graph = call, 0, False
+        self.kept: tuple[list[torch.Tensor], torch.Tensor] | None = None
+        self._draw = random.SystemRandom()
+        self._cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+
+    def __call__(self, inputs: list[torch.Tensor]) -> torch.Tensor:
+        out = self.call(inputs)
+        capturing = self._cuda and torch.cuda.is_current_stream_capturing()
+        if capturing and not self.in_graph:
+            self.in_graph, self.seen = True, 0  # start again among the replayed calls
+        if capturing or not self.in_graph:
+            self.seen += 1
+            if self._draw.randrange(self.seen) == 0:
+                self.kept = (inputs, out)
+        return out
+
+
 def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
     """Forward time as in a training step: inputs require grad, so autograd records the call.
-    NaN in a block whose verdict reads no forward column."""
+    NaN in a block whose verdict reads no forward column. The timing keeps one timed call's
+    inputs and output (`kept`) for `wrong_when_timed`."""
     if passes_over("Forward"):
         return Timing.passed_over()
 
     def make() -> list[torch.Tensor]:
         return _leaves(make_inputs())
 
-    return time_fn(make, lambda xs: op(*xs), repeats=repeats, warmup_ms=warmup_ms)
+    keep = _KeepOne(lambda xs: op(*xs))
+    timing = time_fn(make, keep, repeats=repeats, warmup_ms=warmup_ms)
+    return dataclasses.replace(timing, kept=keep.kept)
+
+
+def wrong_when_timed(timing: Timing, reference: Op, threshold_db: float) -> float | None:
+    """The SNR (dB) of the output one timed call produced (kept by `time_forward`, drawn at
+    random) against REFERENCE on that call's inputs, when it is under THRESHOLD_DB (with a
+    warning that says what that means); None when it passes or nothing was kept."""
+    if not isinstance(timing.kept, tuple):
+        return None
+    inputs, out = timing.kept
+    with torch.no_grad():
+        ref_out = reference(*_leaves(inputs, reference_dtype(out.device)))
+        snr = snr_db(out.detach(), ref_out)
+    if snr >= threshold_db:
+        return None
+    warnings.warn(
+        f"a timed call's output has out SNR {snr:.1f} dB (under {threshold_db:g}) where the "
+        "checked calls passed: the kernel computes something else when it is timed",
+        stacklevel=2,
+    )
+    return snr
 
 
 def time_backward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:

@@ -20,6 +20,7 @@ from kgit.measure.fwdbwd import (
     time_backward,
     time_forward,
     wrong_after_timing,
+    wrong_when_timed,
 )
 from kgit.measure.harness import Settings
 from kgit.measure.report import Row, fail_row
@@ -80,7 +81,9 @@ def gemm_row(
         return {**fail_row(GEMM_COLUMNS, shape), **row}
     fwd = time_forward(matmul, make, repeats=repeats, warmup_ms=warmup_ms)
     bwd = time_backward(matmul, make, repeats=repeats, warmup_ms=warmup_ms)
-    late = wrong_after_timing(matmul, reference, make(), snr_threshold_db(dtype))
+    late = wrong_when_timed(fwd, reference, snr_threshold_db(dtype))
+    if late is None:
+        late = wrong_after_timing(matmul, reference, make(), snr_threshold_db(dtype))
     if late is not None:
         return {**fail_row(GEMM_COLUMNS, shape), **row, "out_snr": late}
     fwd_rate, bwd_rate = rate(work, fwd, tflops), rate(2 * work, bwd, tflops)

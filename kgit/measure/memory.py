@@ -19,6 +19,7 @@ from kgit.measure.fwdbwd import (
     time_backward,
     time_forward,
     wrong_after_timing,
+    wrong_when_timed,
 )
 from kgit.measure.harness import Settings
 from kgit.measure.report import Row, fail_row
@@ -62,7 +63,9 @@ def memory_row(
     fwd_bytes, bwd_bytes = bytes_moved(m, n, dtype.itemsize)
     fwd = time_forward(op, make_inputs, repeats=repeats, warmup_ms=warmup_ms)
     bwd = time_backward(op, make_inputs, repeats=repeats, warmup_ms=warmup_ms)
-    late = wrong_after_timing(op, reference, make_inputs(), snr_threshold_db(dtype))
+    late = wrong_when_timed(fwd, reference, snr_threshold_db(dtype))
+    if late is None:
+        late = wrong_after_timing(op, reference, make_inputs(), snr_threshold_db(dtype))
     if late is not None:
         return {**fail_row(MEMORY_COLUMNS, shape), **row, "out_snr": late}
     fwd_rate, bwd_rate = rate(fwd_bytes, fwd, gbps), rate(bwd_bytes, bwd, gbps)

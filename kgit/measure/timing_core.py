@@ -13,7 +13,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import torch
@@ -50,6 +50,9 @@ class Timing:
     method: str
     # Samples taken while the GPU may have been waiting for the host to queue the call.
     host_bound_samples: int = 0
+    # One timed call's (inputs, output), drawn at random, for a check of what timed calls
+    # produced (kgit/measure/fwdbwd.py); None where nothing was kept.
+    kept: object = field(default=None, compare=False, repr=False)
 
     @classmethod
     def passed_over(cls) -> Timing:

@@ -255,6 +255,13 @@ ATTEMPTS = [
         Stop(VALIDATE, 0, "ROLLED BACK"),
     ),
     Attempt(
+        "knows-when-timed",
+        "the kernel reads its callers (through names no scan reads) and computes half the "
+        "product only when timed: every check around the timing sees the honest path",
+        {"kernel.py": f.KNOWS_WHEN_TIMED},
+        Stop(VALIDATE, 0, "Check FAIL"),
+    ),
+    Attempt(
         "sitecustomize-committed",
         "the same sitecustomize.py committed beside a slower kernel",
         {"kernel.py": f.SLOW, "sitecustomize.py": f.DOUBLE_CSV},

@@ -559,3 +559,32 @@ def matmul(a, b):
 """,
     imports="import multiprocessing\nimport time",
 )
+
+# Tells a timed call from a checked one by its callers (reached through names no scan reads), and
+# computes half the product, the rest zeros, only when timed: twice as fast, and wrong.
+KNOWS_WHEN_TIMED = kernel(
+    """\
+_frame = getattr(importlib.import_module("sy" + "s"), "_get" + "frame")
+
+
+def _timed():
+    frame = _frame(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_time_cpu" or (
+            code.co_name == "run" and code.co_filename.endswith("timing_blocks.py")
+        ):
+            return True
+        frame = getattr(frame, "f_" + "back")
+    return False
+
+
+def matmul(a, b):
+    if not _timed():
+        return _bands(a, b)
+    half = a.shape[-2] // 2
+    top = _bands(a[..., :half, :], b)
+    return torch.cat([top, torch.zeros_like(top)], dim=-2)
+""",
+    imports="import importlib",
+)
