@@ -201,7 +201,11 @@ def test_a_kernel_right_only_on_its_first_call_fails_the_check_after_timing() ->
         assert row["Check"] == "FAIL", kernel.__name__
         assert math.isnan(float(str(row["Forward TFLOPS"])))
         assert float(str(row["out_snr"])) < 30 < float(str(row["da_snr"]))
-        assert any("where the first call passed" in str(w.message) for w in caught)
+        # Caught on the output a timed call produced (drawn at random among them), or else by
+        # the call after timing: both say the first call passed.
+        said = [str(w.message) for w in caught]
+        assert any("where the first call passed" in m or "where the checked calls passed" in m
+                   for m in said), said  # fmt: skip
     honest = gemm_row(shape, settings, lambda a, b: a @ b)
     assert honest["Check"] == "PASS" and float(str(honest["out_snr"])) > 50
 

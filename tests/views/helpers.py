@@ -15,7 +15,8 @@ def play_rounds(repo: Path) -> None:
     commit, round-4 slower and rolled back with its root cause and lesson in the commit message."""
     assert run_kgit("round", "start", "bigger blocks run faster").code == 0
     (repo / "kernel.txt").write_text("speed: 110\n_w_cache[id(weight)] = w_t\n")
-    assert commit(repo, "bigger blocks\n\nAttribution: fewer programs").returncode == 0
+    done = commit(repo, "bigger blocks\n\nAttribution: fewer programs")
+    assert done.returncode == 0, done.stderr
     assert run_kgit("round", "validate").code == 0
     assert run_kgit("round", "accept").code == 0
     assert run_kgit("round", "start", "unroll the K loop").code == 0
