@@ -47,8 +47,12 @@ def _stat(pid: int) -> _Stat | None:
 
 
 def _table() -> dict[int, _Stat]:
-    table = {}
-    for name in os.listdir("/proc"):
+    table: dict[int, _Stat] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc (not Linux): the group is still stopped, its CPU is not read
+        return table
+    for name in names:
         if name.isdigit() and (found := _stat(int(name))) is not None:
             table[int(name)] = found
     return table
