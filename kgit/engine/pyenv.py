@@ -19,12 +19,12 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
 from kgit.gitdoor import clean_env
+from kgit.judge.gate_reads import program_words
 
 # Kept: they change how Python writes bytecode or buffers output, not what it imports or runs.
 _KEPT = {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONHASHSEED"}
@@ -49,11 +49,7 @@ def isolated_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def interpreter(command: str) -> str | None:
     """The Python a shell command starts (its program when that is a python, else the `python3`
     on PATH), as a path; None when there is none."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    words = [w for w in words if not re.fullmatch(r"[A-Za-z_]\w*=.*", w)]
+    words = program_words(command)
     program = words[0] if words and Path(words[0]).name.startswith("python") else "python3"
     path = os.environ.get("PATH")
     return shutil.which(program, path=path) if "/" not in program else program

@@ -34,6 +34,7 @@ from kgit.judge.scoring import diagnostics, geomean, pct
 from kgit.judge.verdict import (
     CORRECTNESS,
     IMPOSSIBLE,
+    Verdict,
     impossible_verdict,
     link_verdict,
     protected_verdict,
@@ -102,6 +103,18 @@ def _plain_means(runs: list[dict[str, float]], labels: list[str]) -> dict[str, f
     }
 
 
+def _unmeasured_verdict(
+    linked: list[str], changed: list[str], outside: list[str], sources: list[str]
+) -> Verdict | None:
+    """What the change's files alone decide, most serious first: a link out of the repository,
+    a frozen file changed, a file outside kernel_source; None when they decide nothing."""
+    if linked:
+        return link_verdict(linked)
+    if changed:
+        return protected_verdict(changed)
+    return scope_verdict(outside, sources) if outside else None
+
+
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
     require_trusted(campaign, "validate")
     open_round, tip = on_round_branch(campaign, "validate")
@@ -146,14 +159,8 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     changed = protected_changes(campaign, tip)
     sources = campaign.manifest.kernel_source
     outside = outside_kernel_source(changed_paths, sources)
-    if linked or changed or outside:
-        verdict = (
-            link_verdict(linked)
-            if linked
-            else protected_verdict(changed)
-            if changed
-            else scope_verdict(outside, sources)
-        )
+    verdict = _unmeasured_verdict(linked, changed, outside, sources)
+    if verdict is not None:
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         return _record(campaign, tip, note, [], say)
     findings = rule11_findings(campaign.repo, best_tip, tip)

@@ -87,6 +87,11 @@ def _folders(files: Collection[str]) -> set[str]:
     return {str(parent) for f in files for parent in PurePosixPath(f).parents if str(parent) != "."}
 
 
+def program_words(command: str) -> list[str]:
+    """COMMAND's shell words from its program on: leading `NAME=value` assignments dropped."""
+    return _program(_words(command))
+
+
 def _program(words: Sequence[str]) -> list[str]:
     """The command's words from its program on (leading `NAME=value` assignments dropped)."""
     i = 0
