@@ -3,6 +3,9 @@ the CLI, process start included; the seed policy's wall time measured in the sam
 
     python3 bench/verdict_check.py --kernel gemm --aa 12 --slow 8 --fast 8 --seed 3
 
+A round's seconds count its commit (where the pre-commit hook runs the gate, the example's tests
+by default) and its `round validate`, process start included, under both policies alike.
+
 One throwaway repository per kernel (the bundled example: the GEMM or the RMSNorm), a campaign
 under `decision_policy: interleaved` whose baseline kernel carries a planted delay of PCT (3%) of
 its measured time on each representative shape. Then rounds, in turns, each a real
@@ -58,6 +61,9 @@ from kgit.resources import examples_dir  # noqa: E402
 
 KERNELS = {"gemm": GEMM, "rmsnorm": RMSNORM}
 OP_FUNCTION = {"gemm": ("matmul", "(a.shape[-2], b.shape[-1])"), "rmsnorm": ("rmsnorm", "a.shape")}
+# The gate: the example's own tests (what a user's campaign runs, on the GPU), or a command that
+# does nothing, to keep device time for verdicts.
+GATES = {"tests": "{python} -m pytest -q -x {tests}", "trivial": "{python} -c pass"}
 # SM cycles per ms assumed for the delay: the H200 under load runs ~1.5-1.9 GHz.
 CYCLES_PER_MS = 1_700_000
 
@@ -102,29 +108,36 @@ class Campaign:
             text += f"# {comment}\n"
         (self.root / self.kernel.kernel_file).write_text(text)
 
-    def manifest(self, policy: str, representative: list[str]) -> Path:
+    def manifest(
+        self, policy: str, representative: list[str], gate: str, audit: int | None
+    ) -> Path:
         path = self.root / f"manifest-{policy}.yaml"
-        data = {
+        data: dict[str, Any] = {
             "target_op": self.kernel.op,
             "target_backend": "TRITON",
             "primary_metric": self.kernel.metric,
             "kernel_source": [self.kernel.kernel_file],
-            # The gate is not under study here: a trivial command keeps device time for verdicts.
-            "test_command": f"{shlex.quote(sys.executable)} -c pass",
+            "test_command": GATES[gate].format(
+                python=shlex.quote(sys.executable), tests=self.kernel.test_file
+            ),
             "quick_command": f"{shlex.quote(sys.executable)} {self.kernel.harness_file}",
             "timeout_s": 900,
             "max_iterations": 119,
             "target_shapes": self.shapes,
             "representative_shapes": representative,
             "decision_policy": policy,
-            "gate_audit_mutants": 0,  # device time goes to verdicts, not to the gate's audit
         }
+        if audit is not None:  # None: the manifest's default, as a user's campaign has it
+            data["gate_audit_mutants"] = audit
         path.write_text(json.dumps(data, indent=1))
         return path
 
-    def start(self, name: str, policy: str, representative: list[str]) -> float:
+    def start(
+        self, name: str, policy: str, representative: list[str], gate: str, audit: int | None
+    ) -> float:
         self.name = name
-        kgit(self.root, "init", name, "-m", str(self.manifest(policy, representative)))
+        manifest = self.manifest(policy, representative, gate, audit)
+        kgit(self.root, "init", name, "-m", str(manifest))
         start = time.monotonic()
         result = kgit(self.root, "-c", name, "-q", "baseline", "--json")
         return time.monotonic() - start if result.returncode == 0 else float("nan")
@@ -154,10 +167,15 @@ class Campaign:
     ) -> dict[str, Any]:
         kgit(self.root, "-c", self.name, "round", "start", hypothesis)
         self.write_kernel(planted, comment)
+        # The commit runs the gate (the pre-commit hook); validate trusts that pass.
+        committed = time.monotonic()
         sh("git", "commit", "-qam", hypothesis, cwd=self.root)
+        commit_s = time.monotonic() - committed
         lines: list[str] | None = [] if timeline else None
         result, seconds, phases = timed_validate(self.root, self.name, lines)
         kgit(self.root, "-c", self.name, "round", "rollback", "--reason", "check", check=False)
+        seconds += commit_s  # a round's cost: its gate and its validation
+        phases["commit"] = round(commit_s, 2)
         if result.returncode != 0:
             return {"error": (result.stdout + result.stderr)[-2000:], "seconds": seconds}
         data = json.loads(result.stdout)
@@ -222,14 +240,25 @@ def calls(result: dict[str, Any]) -> dict[str, str]:
     return {label: e["call"] for label, e in shapes.items()}
 
 
-def summarize(kind: str, results: list[dict[str, Any]], slowed: str) -> dict[str, Any]:
+def summarize(kind: str, results: list[dict[str, Any]], slowed: str) -> list[dict[str, Any]]:
+    """The table's rows for one kind of round: one row, or for "slow" one per shape slowed (a
+    result names its own slowed shape; older files name one for the whole call: SLOWED)."""
+    if kind != "slow":
+        return [_summary(kind, results, slowed)]
+    by_shape: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        by_shape.setdefault(result.get("slowed", slowed), []).append(result)
+    return [_summary(kind, group, shape) for shape, group in sorted(by_shape.items())]
+
+
+def _summary(kind: str, results: list[dict[str, Any]], slowed: str) -> dict[str, Any]:
     done = [r for r in results if "verdict" in r]
     decisions = [r["verdict"]["decision"] for r in done]
     accepted = sum(d.startswith("ACCEPTED") for d in decisions)
     agg = [r["statistics"].get("aggregate", {}) for r in done]
     changes = [(e.get("ratio", 1.0) - 1) * 100 for e in agg if e]
     row: dict[str, Any] = {
-        "condition": kind,
+        "condition": kind if kind != "slow" else f"slow {slowed}",
         "validations": len(results),
         "errors": len(results) - len(done),
         "accepted": accepted,
@@ -255,6 +284,13 @@ def summarize(kind: str, results: list[dict[str, Any]], slowed: str) -> dict[str
             if slowed in r["statistics"].get("shapes", {})
         ]
         row["slowed_change_pct"] = statistics.fmean(est) if est else None
+        floors = [
+            r["statistics"]["shapes"][slowed].get("detectable_pct")
+            for r in done
+            if slowed in r["statistics"].get("shapes", {})
+        ]
+        floors = [f for f in floors if f is not None]
+        row["slowed_detectable_pct"] = statistics.median(floors) if floors else None
     if kind == "fast":
         row["found"] = accepted
     detect = [
@@ -273,16 +309,17 @@ def summarize(kind: str, results: list[dict[str, Any]], slowed: str) -> dict[str
 def print_table(rows: list[dict[str, Any]], seed_s: float | None) -> None:
     print(
         "| condition | validations | errors | claims/found | accepted | est. change % | "
-        "detectable % (median) | pairs | s per validation | vs seed |"
+        "detectable % (median; slow: its shape's) | pairs | s per validation | vs seed |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         hits = r.get("false_claims", r.get("found"))
+        detectable = r.get("slowed_detectable_pct", r["detectable_pct_median"])
         ratio = f"{r['mean_s'] / seed_s:.2f}x" if seed_s and r["mean_s"] else "-"
         change = r.get("slowed_change_pct", r["agg_change_pct"])
         print(
             f"| {r['condition']} | {r['validations']} | {r['errors']} | {hits} | {r['accepted']} | "
-            f"{_f(change, '+.2f')} | {_f(r['detectable_pct_median'], '.2f')} | "
+            f"{_f(change, '+.2f')} | {_f(detectable, '.2f')} | "
             f"{_f(r['pairs_mean'], '.1f')} | {_f(r['mean_s'], '.1f')} | {ratio} |"
         )
 
@@ -304,12 +341,15 @@ def pool(paths: list[Path]) -> int:
         ]
         if len(firsts) != len(set(firsts)):
             sys.exit(f"{kernel_name}: two files hold the same call's validations; give one")
-        slowed = {data["slowed"] for _, data in found}
-        if len(slowed) != 1:
-            sys.exit(f"{kernel_name}: the calls slowed different shapes ({sorted(slowed)})")
-        print(f"\n{kernel_name}: {len(found)} calls pooled; slowed shape {slowed.pop()}")
-        print("| call | A/A | slow | fast | seed s per validation | s per validation | vs seed |")
-        print("|---|---|---|---|---|---|---|")
+        slowed = sorted(
+            {r.get("slowed", data["slowed"]) for _, data in found for r in data["results"]["slow"]}
+        )
+        print(f"\n{kernel_name}: {len(found)} calls pooled; slowed shapes {', '.join(slowed)}")
+        print(
+            "| call | A/A | slow | fast | seed s per validation | s per validation | vs seed "
+            "| seed baseline s | baseline s | vs seed |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|")
         pooled: dict[str, list[dict[str, Any]]] = {"aa": [], "slow": [], "fast": []}
         for path, data in found:
             seed = data.get("seed") or data.get("seed_results") or []
@@ -321,13 +361,15 @@ def pool(paths: list[Path]) -> int:
             mean_s = statistics.fmean(r["seconds"] for r in every) if every else None
             ratio = f"{mean_s / seed_s:.2f}x" if seed_s and mean_s else "-"
             each = ", ".join(f"{r['seconds']:.1f}" for r in seed)
+            base, seed_base = data.get("baseline_s"), data.get("seed_baseline_s")
+            base_ratio = f"{base / seed_base:.2f}x" if base and seed_base else "-"
             print(
                 f"| {path} | {len(results['aa'])} | {len(results['slow'])} | "
                 f"{len(results['fast'])} | {_f(seed_s, '.1f')} ({each}) | {_f(mean_s, '.1f')} | "
-                f"{ratio} |"
+                f"{ratio} | {_f(seed_base, '.1f')} | {_f(base, '.1f')} | {base_ratio} |"
             )
         print()
-        rows = [summarize(kind, pooled[kind], found[0][1]["slowed"]) for kind in pooled]
+        rows = [row for kind in pooled for row in summarize(kind, pooled[kind], slowed[0])]
         print_table(rows, None)
     return 0
 
@@ -341,6 +383,22 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--pct", type=float, default=3.0)
     parser.add_argument("--shapes", help="comma-separated labels to keep (default: all)")
+    parser.add_argument(
+        "--slow-shapes",
+        help="representative shapes the slow rounds slow, in turn (comma-separated, or 'all'; "
+        "default: the middle one)",
+    )
+    parser.add_argument(
+        "--gate",
+        choices=sorted(GATES),
+        default="tests",
+        help="the campaign's test_command: the example's tests (default), or one that does nothing",
+    )
+    parser.add_argument(
+        "--audit",
+        type=int,
+        help="gate_audit_mutants of the interleaved campaign (default: the manifest's default)",
+    )
     parser.add_argument("--dir", type=Path)
     parser.add_argument(
         "--pool", nargs="+", type=Path, metavar="JSON", help="pool earlier calls' files; no run"
@@ -357,6 +415,7 @@ def main() -> int:
             flush=True,
         )
     gpu = _has_cuda()
+    gpu_name = _gpu_name() if gpu else "CPU"
     shapes = kernel.gpu_shapes if gpu else kernel.cpu_shapes
     if args.kernel == "gemm" and gpu:  # 256^3 .. 8192^3, as the issue's campaign
         shapes = [
@@ -392,8 +451,10 @@ def main() -> int:
 
     # Measure the unplanted kernel once to size the delays, then baseline the planted one.
     print(f"sizing the delays on {args.kernel}: {', '.join(representative)}", flush=True)
-    camp.start("sizing", "seed", representative)
+    # The seed's baseline, for the cost comparison: the gate then one pass (the seed has no audit).
+    seed_baseline_s = camp.start("sizing", "seed", representative, args.gate, 0)
     times = camp.times_ms()
+    print(f"seed baseline: {seed_baseline_s:.1f} s; call times (ms) {times}", flush=True)
     # The seed policy's wall time, on the same machine and kernel: A/A rounds of this campaign.
     seed_results = []
     for j in range(args.seed):
@@ -409,14 +470,27 @@ def main() -> int:
         keys[label]: int(times[label] * args.pct / 100 * CYCLES_PER_MS) for label in representative
     }
     slowed = representative[len(representative) // 2]
+    slow_shapes = (
+        representative
+        if args.slow_shapes == "all"
+        else args.slow_shapes.split(",")
+        if args.slow_shapes
+        else [slowed]
+    )
     camp.write_kernel(planted)
     sh("git", "commit", "-qam", f"planted {args.pct}% delays", cwd=root)
-    baseline_s = camp.start("verdicts", "interleaved", representative)
-    print(f"baseline with calibration: {baseline_s:.1f} s; delays {planted}", flush=True)
+    baseline_s = camp.start("verdicts", "interleaved", representative, args.gate, args.audit)
+    print(
+        f"baseline with calibration and audit: {baseline_s:.1f} s "
+        f"({baseline_s / seed_baseline_s:.2f}x the seed's); delays {planted}",
+        flush=True,
+    )
 
     results: dict[str, list[dict[str, Any]]] = {"aa": [], "slow": [], "fast": []}
-    slower = dict(planted)
-    slower[keys[slowed]] = 2 * planted[keys[slowed]]
+
+    def slower(shape: str) -> dict[str, int]:
+        return {**planted, keys[shape]: 2 * planted[keys[shape]]}
+
     plan = {"aa": args.aa, "slow": args.slow, "fast": args.fast}
     i = 0
     while any(len(results[k]) < plan[k] for k in plan):
@@ -424,13 +498,21 @@ def main() -> int:
             if len(results[kind]) >= plan[kind]:
                 continue
             i += 1
-            kernel_planted = {"aa": planted, "slow": slower, "fast": {}}[kind]
+            shape = slow_shapes[len(results["slow"]) % len(slow_shapes)]
+            kernel_planted = {"aa": planted, "slow": slower(shape), "fast": {}}[kind]
             # The first validation's every output line, timed: where its seconds go.
             result = camp.round(f"{kind} {i}", kernel_planted, f"{kind} {i}", timeline=i <= 2)
+            if kind == "slow":
+                result["slowed"] = shape
             results[kind].append(result)
             if os.environ.get("OUT"):  # what was measured survives a timeout of the call
                 partial = {
                     "kernel": args.kernel,
+                    "gpu_name": gpu_name,
+                    "pct": args.pct,
+                    "call_ms": times,
+                    "seed_baseline_s": seed_baseline_s,
+                    "baseline_s": baseline_s,
                     "slowed": slowed,
                     "results": results,
                     "seed": seed_results,
@@ -448,11 +530,16 @@ def main() -> int:
                 flush=True,
             )
 
-    rows = [summarize(kind, results[kind], slowed) for kind in ("aa", "slow", "fast")]
+    rows = [
+        row for kind in ("aa", "slow", "fast") for row in summarize(kind, results[kind], slowed)
+    ]
     seed_s = statistics.fmean(r["seconds"] for r in seed_results) if seed_results else None
     out = {
         "kernel": args.kernel,
         "gpu": gpu,
+        "gpu_name": gpu_name,
+        "call_ms": times,
+        "seed_baseline_s": seed_baseline_s,
         "pct": args.pct,
         "slowed": slowed,
         "rows": rows,
@@ -466,16 +553,33 @@ def main() -> int:
         Path(os.environ["OUT"], f"verdict_check_{args.kernel}.json").write_text(
             json.dumps(out, indent=1)
         )
+    every = [r for kind in results.values() for r in kind]
+    mean_s = statistics.fmean(r["seconds"] for r in every) if every else None
     print(
-        f"\n{args.kernel}: planted {args.pct}% (slowed shape {slowed}); seed policy "
-        f"{seed_s if seed_s is None else round(seed_s, 1)} s per validation"
+        f"\n{args.kernel} on {gpu_name}: planted {args.pct}% (slowed: {', '.join(slow_shapes)}); "
+        f"gate: {args.gate}"
     )
+    print(
+        f"baseline: {baseline_s:.1f} s against the seed's {seed_baseline_s:.1f} s: "
+        f"{baseline_s / seed_baseline_s:.2f}x (goal <= 2x)"
+    )
+    if seed_s and mean_s:
+        print(
+            f"validation: {mean_s:.1f} s against the seed's {seed_s:.1f} s: "
+            f"{mean_s / seed_s:.2f}x (goal <= 1.5x)"
+        )
     print_table(rows, seed_s)
     return 0
 
 
 def _f(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
+
+
+def _gpu_name() -> str:
+    import torch
+
+    return str(torch.cuda.get_device_name())
 
 
 def _has_cuda() -> bool:
