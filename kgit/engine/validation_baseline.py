@@ -56,7 +56,7 @@ def _calibrated(
     settings = manifest.interleaved
     tree, candidate = trees
     sides: list[Side] = []
-    held: Launch | None = None
+    upcoming: list[Launch] = []  # the next pair's processes, imported and held
     groups: list[list[Pair]] = []
     try:
         b = start_side(campaign, "B", candidate, manifest.target_shapes, None, say, echo=echo)
@@ -89,18 +89,11 @@ def _calibrated(
             if index:  # a fresh pair, started as `kgit round validate` starts its sides
                 close_sides(sides)
                 sides.clear()
-                held = launch_side(
-                    campaign, "A", tree, shapes, frozen, echo=echo,
-                    first_block_ms=block_ms, hold=True,
-                )  # fmt: skip
-                b = start_side(
-                    campaign, "B", candidate, shapes, frozen, say, echo=echo,
-                    first_block_ms=block_ms,
-                )  # fmt: skip
+                b = upcoming[0].start(say)
                 sides.append(b)
+                upcoming.pop(0)
                 require_reference_passes(b.first)
-                launch, held = held, None
-                a = launch.start(say)
+                a = upcoming.pop(0).start(say)
             else:
                 a = start_side(
                     campaign, "A", tree, shapes, frozen, say, echo=echo, first_block_ms=block_ms
@@ -113,13 +106,15 @@ def _calibrated(
                     "another: the calibration cannot pair them",
                     hint="check how the harness reads KGIT_WORKER (kgit/records/protocol.py)",
                 )
+            if index + 1 < processes:  # the next pair's start-up overlaps this pair's quads
+                upcoming = _held_pair(campaign, trees, shapes, frozen, block_ms, echo=echo)
             evidence = Evidence("interleaved", mode, "", commit, labels)
             sample_pairs(campaign, (a, b), shapes, {}, evidence, say, pairs_wanted=each)
             groups.append([Pair(p["a"], p["b"]) for p in evidence.pairs])
         seconds = time.monotonic() - start
     finally:
-        if held is not None:
-            held.kill()
+        for launch in upcoming:
+            launch.kill()
         close_sides(sides)
     floors = calibrate_floors(groups, labels, settings.min_effect_pct)
     pairs = [pair for group in groups for pair in group]
@@ -142,3 +137,31 @@ def _calibrated(
         # baseline" compares with the baseline's own blocks, not with its plain pass.
         statistics["block_values"] = side_means(pairs, labels)[1]
     return Calibrated(first, floors, statistics)
+
+
+def _held_pair(
+    campaign: Campaign,
+    trees: tuple[Path, Path],
+    shapes: list[dict[str, Any]],
+    frozen: tuple[str, ...],
+    block_ms: float | None,
+    *,
+    echo: bool,
+) -> list[Launch]:
+    """The next calibration pair's processes, B's then A's, started now: each imports and waits
+    for its turn (kgit/records/protocol.py, the hold), so that CUDA starts in them in a
+    validation's order, B first, while their start-up overlaps the current pair's quads (as a
+    validation's reference starts beside the candidate's first pass)."""
+    tree, candidate = trees
+    launches: list[Launch] = []
+    try:
+        for name, where in (("B", candidate), ("A", tree)):
+            launch = launch_side(
+                campaign, name, where, shapes, frozen, echo=echo, first_block_ms=block_ms, hold=True
+            )
+            launches.append(launch)
+    except BaseException:
+        for launch in launches:
+            launch.kill()
+        raise
+    return launches

@@ -199,6 +199,27 @@ def test_the_reference_starts_held_beside_the_candidates_first_pass(kernel_repo:
     assert processes_under(repo) == []
 
 
+def test_the_next_calibration_pair_starts_up_during_the_current_pairs_quads(
+    kernel_repo: Path,
+) -> None:
+    # The baseline's cost: each later pair of processes imports while the pair before it times,
+    # and still starts CUDA (its first pass) in a validation's order, the candidate's first.
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="hold\nexit_sleep: 0\n"))
+    events = _events(repo)
+    held = {side: events[(side, "held")] for side in ("candidate", "reference")}
+    closed = events[("candidate", "exit-asked")]  # a pair ends when its sides are asked to exit
+    passes = {side: events[(side, "pass-start")] for side in ("candidate", "reference")}
+    assert len(held["candidate"]) == len(held["reference"]) == 2, events  # pairs 2 and 3
+    assert len(closed) == 3 and len(passes["reference"]) == 3, events
+    for pair in (1, 2):  # 0-based: the second and the third pair of processes
+        for side in ("candidate", "reference"):
+            assert held[side][pair - 1] < closed[pair - 1], (pair, side, events)
+        # the candidate's first pass, then the reference's, once the pair before has ended
+        first_candidate = passes["candidate"][pair]  # [0]: the baseline's own first pass
+        assert closed[pair - 1] <= first_candidate <= passes["reference"][pair], events
+    assert processes_under(repo) == []
+
+
 def test_both_workers_are_asked_to_exit_before_either_is_waited_for(kernel_repo: Path) -> None:
     # Each worker's teardown (a CUDA context on a GPU) runs beside the other's, not after it.
     repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="exit_sleep: 1\n"))
