@@ -144,7 +144,7 @@ def take_back(
             "hypothesis went back to the queue"
         )
         rollback_round(Campaign.load(here, name), reason, say)
-        if link.publish(here):
+        if link.publish(here, keep_dropped=True):
             say(f"round-{claim.round} rolled back: {reason}")
             done.append(claim.round)
         else:

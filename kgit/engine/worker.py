@@ -10,7 +10,9 @@ validates it again (the rebased tree is gated and measured against the best line
 few times at most; a rebase that conflicts rolls the round back and says so.
 
 Through a remote (`--remote`), the lines of a hypotheses file are claimed in the campaign
-record (kgit/engine/claims.py), so that workers of every clone take from one file.
+record (kgit/engine/claims.py), and each step of a round is pulled before and pushed after
+(kgit/engine/shared_round.py, which also says what happens when another clone writes the
+worker's own round).
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ from kgit.engine.gate import Say
 from kgit.engine.hypotheses import Hypothesis, Ledger, parse_line, read_queue
 from kgit.engine.parallel import rebase_round
 from kgit.engine.passes import HarnessError
-from kgit.engine.publish import Link, Unpublished
+from kgit.engine.publish import Link
 from kgit.engine.round_accept import accept_round
 from kgit.engine.round_rollback import rollback_round
 from kgit.engine.round_validate import validate_round
 from kgit.engine.rounds import StartFiles, start_round
 from kgit.engine.runner import run_command
+from kgit.engine.shared_round import ClosedElsewhere, SharedRound
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.notes import ACCEPTING
@@ -47,6 +50,8 @@ from kgit.records.notes import ACCEPTING
 MAX_REBASES = 10
 # How many round numbers a worker gives up to other clones' starts before it stops.
 MAX_STARTS = 20
+# How often a rollback is done again after another clone wrote the round meanwhile.
+MAX_ROLLBACKS = 3
 
 
 @dataclass(frozen=True)
@@ -171,42 +176,54 @@ def one_round(
     if number is None:
         return None
     here = open_repo(tree)
+    shared = SharedRound(link, here, setup.campaign, number, setup.name, say)
     base = {"round": number, "hypothesis": item.text, "line": item.line, "rebases": 0}
+    try:
+        return _run_round(shared, setup, item, base)
+    except ClosedElsewhere as closed:
+        return {**base, **shared.closed_outcome(closed.kept)}
+
+
+def _run_round(
+    shared: SharedRound, setup: WorkerSetup, item: Hypothesis, base: dict[str, Any]
+) -> dict[str, Any]:
+    here, say, link = shared.tree, shared.say, shared.link
     problem = _apply(here, setup, item) or _commit(here, item, setup.echo)
-    _published(link, here)
+    shared.published()  # a gate note dropped: the round goes on as the remote has it
     if problem:
-        return {**base, **_rollback(here, setup, problem, say, link)}
+        return {**base, **_rollback(shared, problem)}
     for attempt in range(MAX_REBASES + 1):
         base["rebases"] = attempt
         try:
-            link.sync()
+            shared.sync()
             verdict = validate_round(_load(here, setup), say, full=False, echo=setup.echo)
-            _published(link, here)
+            if not shared.published():
+                continue  # the verdict was dropped: validate the remote's copy of the round
             if verdict["decision"] not in ACCEPTING:
                 reason = "; ".join(verdict["reasons"]) or str(verdict["decision"])
-                return {**base, **_rollback(here, setup, reason, say, link), "verdict": verdict}
-            link.sync()
+                return {**base, **_rollback(shared, reason), "verdict": verdict}
+            shared.sync()
             accepted = accept_round(_load(here, setup), say, echo=setup.echo)
             if link.publish(here):
                 return {**base, "status": accepted["status"], "commit": accepted["commit"]}
             # Another clone accepted first: the accept was dropped and the round is open again.
-            say(f"{setup.name}: round-{number}: {link.conflict}; rebasing, validating again")
-            here.switch(_load(here, setup).refs.round_branch(number))
+            say(f"{setup.name}: round-{shared.number}: {link.conflict}; rebasing, validating again")
+            shared.back_on_round(None)
             if attempt == MAX_REBASES:
-                return {**base, **_rollback(here, setup, f"refused: {link.conflict}", say, link)}
+                return {**base, **_rollback(shared, f"refused: {link.conflict}")}
         except HarnessError as error:
-            reason = f"validation ERROR: {error.message}"
-            return {**base, **_rollback(here, setup, reason, say, link)}
-        except Unpublished:
-            raise
+            return {**base, **_rollback(shared, f"validation ERROR: {error.message}")}
         except KgitError as error:
             if not _best_moved(here, setup) or attempt == MAX_REBASES:
-                return {**base, **_rollback(here, setup, f"refused: {error.message}", say, link)}
+                return {**base, **_rollback(shared, f"refused: {error.message}")}
         conflict = rebase_round(_load(here, setup), say)
-        _published(link, here)
+        if not shared.published():
+            continue  # the rebase was dropped: go on from the remote's copy of the round
         if conflict:
-            return {**base, **_rollback(here, setup, conflict, say, link)}
-    raise AssertionError("unreachable")  # the loop returns on its last attempt
+            return {**base, **_rollback(shared, conflict)}
+    # Only a write dropped on the last attempt ends the loop here.
+    reason = f"refused: another clone wrote round-{shared.number} each time ({link.conflict})"
+    return {**base, **_rollback(shared, reason)}
 
 
 def _start(
@@ -238,18 +255,6 @@ def _start(
         f"{MAX_STARTS} round numbers in a row were taken by other clones first",
         hint="kgit pull; kgit status (is another clone's worker stuck starting rounds?)",
     )
-
-
-def _published(link: Link, tree: Repo) -> None:
-    """Publish a write that touched only this worker's round (a gate note, a verdict, a
-    rebase, a rollback): replayable on any record the other clones write."""
-    if not link.publish(tree):
-        raise Unpublished(
-            f"campaign {link.name}: this clone's write could not be replayed on "
-            f"{link.remote}'s record ({link.conflict}); the clone now holds {link.remote}'s",
-            hint=f"kgit status and kgit log say where the round stands; finish it in {tree.root} "
-            "(kgit round validate, accept or rollback there), then kgit push",
-        )
 
 
 def _load(tree: Repo, setup: WorkerSetup) -> Campaign:
@@ -299,11 +304,18 @@ def _commit(tree: Repo, item: Hypothesis, echo: bool) -> str | None:
     return "gate: the commit was blocked: " + _last(result.tail)
 
 
-def _rollback(tree: Repo, setup: WorkerSetup, reason: str, say: Say, link: Link) -> dict[str, Any]:
-    tree.reset_hard()
-    done = rollback_round(_load(tree, setup), reason, say)
-    _published(link, tree)
-    return {"status": done["status"], "commit": done["commit"], "reason": reason}
+def _rollback(shared: SharedRound, reason: str) -> dict[str, Any]:
+    tree = shared.tree
+    for _ in range(MAX_ROLLBACKS):
+        tree.reset_hard()
+        done = rollback_round(Campaign.load(tree, shared.name), reason, shared.say)
+        if shared.published():
+            return {"status": done["status"], "commit": done["commit"], "reason": reason}
+    raise KgitError(
+        f"round-{shared.number}: another clone wrote it each time this worker rolled it back",
+        hint=f"kgit pull {shared.link.remote}; kgit status (who else works on round-"
+        f"{shared.number}?)",
+    )
 
 
 def _last(tail: str, lines: int = 3) -> str:

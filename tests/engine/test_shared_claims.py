@@ -1,9 +1,11 @@
 """One hypotheses file shared by workers of several clones through a remote: claims in the
 campaign record, taken with a round's start under the record's compare-and-swap; a claim race
-lost and retried; the rounds a dead worker left, taken back."""
+lost and retried; the rounds a dead worker left, taken back; and a worker's own round that
+another clone wrote too."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -188,6 +190,135 @@ def test_a_patch_line_is_one_claim_wherever_each_clone_keeps_the_file(tmp_path: 
     assert a_other.shared_key() != b_other.shared_key() != a.shared_key()
     command = parse_line(f"boost a :: {_edit('a', 1.2)}", 1, tmp_path)
     assert command is not None and command.shared_key() == command.key
+
+
+# -- a worker's own round, written in another clone too -------------------------------------
+
+
+def _kgit(repo: Path, *args: str) -> str:
+    """kgit as its own process in REPO (another clone, acting while a worker runs here)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kgit", "-q", *args], cwd=repo, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _while_measuring(act: Callable[[], None], said: list[str]) -> Callable[[str], None]:
+    """A worker's `say` that runs ACT as the worker's harness first reports: another clone acts
+    while this one measures its round, before it records and pushes its verdict."""
+
+    def say(message: str) -> None:
+        first = message.startswith("harness:") and not any(m.startswith("harness:") for m in said)
+        said.append(message)
+        if first:
+            act()
+
+    return say
+
+
+def _roll_back_in(clone: Path, number: int, reason: str) -> None:
+    """Someone in CLONE rolls back round NUMBER (another clone's worker's) and pushes."""
+    _kgit(clone, "pull")
+    git(clone, "checkout", "-q", f"kgit/c1/round-{number}")
+    _kgit(clone, "round", "rollback", "--reason", reason)
+    _kgit(clone, "push")
+
+
+@pytest.mark.slow
+def test_a_round_rolled_back_in_another_clone_ends_the_workers_turn_losing_nothing(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    a, b, bare = clones
+    items = _lines("a", "b")
+    worker = Worker(a, "wa", items)
+
+    said: list[str] = []
+    act = functools.partial(_roll_back_in, b, 2, "stopped by hand in clone B")
+    outcome = worker.round(items[0], _while_measuring(act, said))
+    assert outcome is not None, said
+    assert outcome["status"] == "ROLLED BACK" and outcome["closed_elsewhere"] is True
+    reason = str(outcome["reason"])
+    assert reason.startswith("closed in another clone (ROLLED BACK: stopped by hand in clone B)")
+    # A's verdict, which B's rollback beat to the remote, is kept here, not lost.
+    kept = reason.rsplit("kept under ", 1)[1]
+    assert kept.startswith("refs/kgit-salvage/c1/"), reason
+    commit = str(outcome["commit"])
+    verdict = git(a, "show", f"{kept}kgit/c1/campaign:notes/rounds/{commit}")
+    assert "status: VALIDATED" in verdict and "hypothesis: boost a" in verdict
+    # The clone holds the remote's record, in which B's rollback of round 2 stands.
+    assert _record(a) == _record(bare)
+    note = git(bare, "show", f"refs/kgit/c1/campaign:notes/rounds/{commit}")
+    assert "status: ROLLED BACK" in note and "stopped by hand in clone B" in note
+    assert any("another clone wrote it too" in m for m in said), said
+    # The worker goes on with its next line.
+    nxt = worker.next()
+    assert nxt == items[1]
+    done = worker.round(nxt)
+    assert done is not None and done["status"] == "ACCEPTED" and done["round"] == 3, done
+    assert kgit_in(a, "doctor").code == 0
+
+
+@pytest.mark.slow
+def test_a_round_validated_in_another_clone_too_is_validated_again_from_the_remotes_copy(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    a, b, bare = clones
+    items = _lines("a")
+    worker = Worker(a, "wa", items)
+
+    def validate_there() -> None:  # someone in clone B validates A's round 2 too, and pushes
+        _kgit(b, "pull")
+        git(b, "checkout", "-q", "kgit/c1/round-2")
+        _kgit(b, "round", "validate")
+        _kgit(b, "push")
+
+    said: list[str] = []
+    outcome = worker.round(items[0], _while_measuring(validate_there, said))
+    assert outcome is not None and outcome["status"] == "ACCEPTED", (outcome, said)
+    assert "closed_elsewhere" not in outcome
+    dropped = [m for m in said if "another clone wrote it too" in m]
+    assert len(dropped) == 1 and "kept under refs/kgit-salvage/c1/" in dropped[0], said
+    # A validated again from the remote's copy: its evidence pools with B's validation.
+    assert any("pooling with 1 earlier validation" in m for m in said), said
+    commit = str(outcome["commit"])
+    tree = git(bare, "rev-parse", f"{commit}^{{tree}}")
+    evidence = git(bare, "show", f"refs/kgit/c1/campaign:evidence/round-2/{tree}.json")
+    assert '"validations": 2' in evidence
+    assert git(bare, "rev-parse", "refs/heads/kgit/c1/best") == commit
+    assert _record(a) == _record(bare)
+
+
+@pytest.mark.slow
+def test_a_round_closed_in_another_clone_between_two_steps_is_seen_at_the_next_pull(
+    clones: tuple[Path, Path, Path],
+) -> None:
+    a, b, bare = clones
+    items = _lines("a", "b")
+    worker = Worker(a, "wa", items)
+    pulls, pull = [], worker.link.sync
+
+    def sync() -> None:  # the round's third pull (before its accept): B has rolled it back
+        pulls.append(len(pulls))
+        if len(pulls) == 3:
+            _roll_back_in(b, 2, "not this one")
+        pull()
+
+    worker.link.sync = sync  # type: ignore[method-assign]
+    said: list[str] = []
+    outcome = worker.round(items[0], said.append)
+    assert outcome is not None and len(pulls) == 3, said
+    assert outcome["status"] == "ROLLED BACK" and outcome["closed_elsewhere"] is True
+    assert outcome["reason"] == "closed in another clone (ROLLED BACK: not this one)"
+    # Nothing of A's was dropped: its verdict was pushed before B's rollback, which kept it.
+    assert git(a, "for-each-ref", "refs/kgit-salvage/") == ""
+    note = git(bare, "show", f"refs/kgit/c1/campaign:notes/rounds/{outcome['commit']}")
+    assert "status: ROLLED BACK" in note and "aggregate:" in note
+    assert _record(a) == _record(bare) and git(worker.tree, "status", "--porcelain") == ""
+    nxt = worker.next()
+    assert nxt == items[1]
+    done = worker.round(nxt)
+    assert done is not None and done["status"] == "ACCEPTED", done
 
 
 # -- whole campaigns: `kgit worker --remote` processes in several clones ------------------------
