@@ -117,7 +117,8 @@ def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bo
     required=True,
     metavar="FILE",
     help="The queue: `HYPOTHESIS :: COMMAND` or JSON lines; `-` reads them from stdin as they "
-    "come. Workers given one FILE share it, each line tried once.",
+    "come. Workers given one FILE share it, each line tried once (with --remote, workers of "
+    "every clone of REMOTE).",
 )
 @click.option(
     "--device",
@@ -133,7 +134,14 @@ def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bo
     "--remote",
     metavar="REMOTE",
     help="Share the campaign with workers in other clones of REMOTE: pull before each step, "
-    "push after each write (a push another clone beat is replayed on its record).",
+    "push after each write (a push another clone beat is replayed on its record); the lines of "
+    "FILE are claimed in the campaign record, which every clone sees.",
+)
+@click.option(
+    "--take-over",
+    metavar="CLONE",
+    help="First roll back the rounds in flight of the workers of CLONE (`host:path`, as their "
+    "claims name it), a clone that will not come back; their lines go back to the queue.",
 )
 @json_option
 @click.pass_obj
@@ -144,6 +152,7 @@ def worker(
     name: str | None,
     max_rounds: int | None,
     remote: str | None,
+    take_over: str | None,
     as_json: bool,
 ) -> None:
     """Run rounds from a queue of hypotheses, one at a time, on one device.
@@ -155,10 +164,11 @@ def worker(
     reason. N workers share a campaign: one per GPU, e.g.
       kgit worker --device 0 --hypotheses ideas.txt &
       kgit worker --device 1 --hypotheses ideas.txt &
-    Workers in other clones (other hosts) share it through a remote: each clone runs
-      kgit worker --remote origin --device 0 --hypotheses its-own-ideas.txt
-    (a queue's claims are kept per clone: give each clone its own lines).
-    With --json, one JSON line per round as it ends, then the summary.
+    Workers in other clones (other hosts) share it through a remote, one FILE for all:
+      kgit worker --remote origin --device 0 --hypotheses ideas.txt
+    A worker restarted under its name takes back the round its dead process left; --take-over
+    does so for a clone that is gone. With --json, one JSON line per round as it ends, then
+    the summary.
     """
     from kgit.engine.worker import WorkerSetup, run_worker, taker
 
@@ -169,7 +179,13 @@ def worker(
 
         check_remote(obj.repo(), remote)
     setup = WorkerSetup(
-        campaign.name, name or default, device, max_rounds, not obj.quiet, remote=remote
+        campaign.name,
+        name or default,
+        device,
+        max_rounds,
+        not obj.quiet,
+        remote=remote,
+        take_over=take_over,
     )
     take = taker(obj.repo(), setup, queue, sys.stdin)
     obj.long_step()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -161,13 +161,13 @@ class Campaign:
     def save(
         self,
         message: str,
-        extra_files: dict[str, bytes] | None = None,
+        extra_files: Mapping[str, bytes | None] | None = None,
         notes: Iterable[NoteWrite] = (),
         moves: Iterable[tuple[str, str, str | None]] = (),
     ) -> None:
-        """Write the state, EXTRA_FILES and NOTES as a new record commit, and attach NOTES, in
-        one compare-and-swap transaction of the record ref, the notes refs and MOVES (other
-        refs: REF, NEW, OLD), so that a kill leaves all of them written or none. Callers hold
+        """Write the state, EXTRA_FILES (None: a file removed) and NOTES as a new record commit,
+        and attach NOTES, in one compare-and-swap transaction of the record ref, the notes refs
+        and MOVES (other refs: REF, NEW, OLD), so that a kill leaves all or none. Callers hold
         the write lock and have re-read the campaign under it. The manifest is kept byte for
         byte unless EXTRA_FILES holds a revision of it (kgit/engine/revise.py): its bytes are what
         `kgit trust` approved."""

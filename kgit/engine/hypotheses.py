@@ -10,7 +10,8 @@ tree); a line opening with `{` is JSON with `hypothesis` and one of `command` or
 `git apply` takes, relative to the queue's folder). Blank lines and `#` comments are skipped.
 Workers claim lines in a ledger under .git/kgit/queue/ (under a file lock), so each line is tried
 once by one worker, and a queue run again takes up where it stopped; delete the ledger to try
-the lines again.
+the lines again. Workers of several clones (`kgit worker --remote`) claim lines in the campaign
+record instead, which travels between them (kgit/engine/claims.py).
 """
 
 from __future__ import annotations
@@ -37,8 +38,21 @@ class Hypothesis:
 
     @property
     def key(self) -> str:
-        """The claim's key: the same hypothesis and change is one line, wherever it sits."""
+        """The claim's key in this clone's ledger: the same hypothesis and change is one line,
+        wherever it sits."""
         change = self.command or (str(self.patch) if self.patch else "")
+        return hashlib.sha1(f"{self.text}\0{change}".encode()).hexdigest()
+
+    def shared_key(self) -> str:
+        """The claim's key between clones (kgit/engine/claims.py): a patch by its bytes, as each
+        clone has the file at a path of its own; a command line keeps `key`. A patch missing here
+        keeps its path: the round will say it did not apply."""
+        if self.patch is None:
+            return self.key
+        try:
+            change = "patch " + hashlib.sha1(self.patch.read_bytes()).hexdigest()
+        except OSError:
+            return self.key
         return hashlib.sha1(f"{self.text}\0{change}".encode()).hexdigest()
 
 

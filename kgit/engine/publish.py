@@ -7,7 +7,9 @@ The push is compare-and-swap on every ref (kgit/engine/push.py). A refused push 
 clone wrote first: this clone's writes since it last met the remote are replayed on top of the
 remote's record (kgit/engine/replay.py) and pushed again. A write that cannot be replayed (the
 same round number opened on both sides, two accepts) is dropped: the clone takes the remote's
-campaign as it is, which the next pull accepts, and the step is done again from there.
+campaign as it is, which the next pull accepts, and the step is done again from there; a write
+about the worker's own round that another clone also wrote is kept under refs/kgit-salvage/
+when it is dropped (kgit/engine/worker.py says what the worker does then).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from kgit.engine.inbound import check_best, require_no_rewrite, require_readable
 from kgit.engine.merge import merge_notes
-from kgit.engine.pull import Plan, apply_plan, check_work_trees, pull
+from kgit.engine.pull import Plan, apply_plan, check_work_trees, pull, salvage
 from kgit.engine.push import push
 from kgit.engine.remote import RecordAt, Sides, campaign_refs, fetch, local_refs, remote_refs
 from kgit.engine.replay import ReplayConflict, merge_refs, replay_record
@@ -27,11 +29,6 @@ from kgit.records.names import NOTE_KINDS, CampaignRefs
 
 # How often one publish replays onto a remote that keeps moving before it gives up.
 MAX_REPLAYS = 20
-
-
-class Unpublished(KgitError):
-    """A write of this clone that the remote's record could not take: the clone now holds the
-    remote's campaign, without it."""
 
 
 @dataclass
@@ -44,6 +41,7 @@ class Link:
     met: dict[str, str] = field(default_factory=dict)  # the remote's refs when last met
     conflict: str = ""  # why the last dropped writes could not be replayed
     conflicts: list[str] = field(default_factory=list)  # every such reason, in order
+    set_aside: str | None = None  # where the last publish that kept its dropped writes put them
     counts: dict[str, int] = field(
         default_factory=lambda: {"pushes": 0, "push_refusals": 0, "replayed": 0, "redone": 0}
     )
@@ -55,13 +53,14 @@ class Link:
         pull(self.repo, self.remote, self.name, take_remote=False)
         self.met = self._theirs()
 
-    def publish(self, tree: Repo) -> bool:
+    def publish(self, tree: Repo | None, *, keep_dropped: bool = False) -> bool:
         """Push this clone's writes since the last meeting, replaying them on the remote's as
         often as another clone pushes first. False: they conflicted with the remote's and were
-        dropped (TREE, the worker's work tree, is left detached); the caller does its step
-        again."""
+        dropped (TREE, the worker's work tree if it has one, is left detached; KEEP_DROPPED:
+        the refs they had moved are kept under `set_aside`); the caller does its step again."""
         if self.remote is None:
             return True
+        self.set_aside = None
         for _ in range(MAX_REPLAYS):
             try:
                 push(self.repo, self.remote, self.name)
@@ -74,7 +73,7 @@ class Link:
                 try:
                     self._replay(tree, theirs, take_theirs=False)
                 except ReplayConflict as conflict:
-                    self._replay(tree, theirs, take_theirs=True)
+                    self._replay(tree, theirs, take_theirs=True, keep_dropped=keep_dropped)
                     self.counts["redone"] += 1
                     self.conflict = str(conflict)
                     self.conflicts.append(self.conflict)
@@ -117,9 +116,18 @@ class Link:
         require_readable(repo, sides, old, new)
         check_best(repo, sides, new)
 
-    def _replay(self, tree: Repo, theirs: dict[str, str], *, take_theirs: bool) -> None:
+    def _replay(
+        self,
+        tree: Repo | None,
+        theirs: dict[str, str],
+        *,
+        take_theirs: bool,
+        keep_dropped: bool = False,
+    ) -> None:
         """Move this clone's campaign refs onto THEIRS plus (unless TAKE_THEIRS) its own writes
-        since the last meeting; raises ReplayConflict before moving anything."""
+        since the last meeting; raises ReplayConflict before moving anything. KEEP_DROPPED: the
+        refs this clone moved since the last meeting that TAKE_THEIRS moves away are kept under
+        refs/kgit-salvage/, in the same transaction."""
         refs, repo = CampaignRefs(self.name), self.repo
         with repo.write_lock():
             mine = campaign_refs(local_refs(repo), self.name)
@@ -149,7 +157,14 @@ class Link:
                 merged = merge_notes(repo, mine.get(ref), theirs.get(ref), notes[kind])
                 if merged.new is not None:
                     plan.move(ref, merged.new, mine.get(ref))
-            if take_theirs and tree.current_branch() is not None:
+            if keep_dropped:
+                dropped = {
+                    ref: old
+                    for ref, _new, old in plan.moves
+                    if old is not None and old != self.met.get(ref)
+                }
+                self.set_aside = salvage(repo, plan, self.name, dropped) if dropped else None
+            if take_theirs and tree is not None and tree.current_branch() is not None:
                 tree.detach()  # its round's branch goes back to what the remote holds
             check_work_trees(repo, plan)
             apply_plan(repo, plan)

@@ -141,7 +141,7 @@ def _plan_campaign(
     start = len(plan.moves)
     if result == "taken":
         assert ours is not None
-        report["salvaged"] = _salvage(repo, plan, sides)
+        report["salvaged"] = salvage(repo, plan, sides.name, sides.ours)
         report["set_aside"] = _set_aside(repo, sides, ours)
     if taking:
         require_readable(repo, sides, ours if result == "fast-forward" else None, theirs)
@@ -258,13 +258,13 @@ def _kept_there(repo: Repo, sides: Sides, branch: str, tip: str) -> bool:
     return any(line is not None and repo.is_ancestor(tip, line) for line in lines)
 
 
-def _salvage(repo: Repo, plan: Plan, sides: Sides) -> str:
-    """Keep every ref of this clone's campaign under refs/kgit-salvage/<c>/<time>/."""
+def salvage(repo: Repo, plan: Plan, name: str, refs: dict[str, str]) -> str:
+    """Keep REFS (full name -> sha) of campaign NAME under refs/kgit-salvage/<c>/<time>/."""
     stamp = now().replace("-", "").replace(":", "")
-    prefix = f"{SALVAGE}{sides.name}/{stamp}/"
+    prefix = f"{SALVAGE}{name}/{stamp}/"
     while repo.refs(prefix):
         prefix = prefix[:-1] + "x/"
-    for ref, sha in sides.ours.items():
+    for ref, sha in refs.items():
         plan.move(prefix + ref.removeprefix("refs/"), sha, None)
     return prefix
 

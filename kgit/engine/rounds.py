@@ -11,7 +11,7 @@ completion of an interrupted close: kgit/engine/round_rollback.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +66,23 @@ def on_round_branch(campaign: Campaign, action: str) -> tuple[OpenRound, str]:
     return open_round, tip
 
 
+# Called under the write lock with the campaign as re-read there and the new round's number:
+# the files to record with the round's start (a shared queue's claim), or a KgitError to start
+# nothing.
+StartFiles = Callable[[Campaign, int], dict[str, bytes]]
+
+
 def start_round(
-    campaign: Campaign, hypothesis: str, reopen: bool = False, worktree: Path | None = None
+    campaign: Campaign,
+    hypothesis: str,
+    reopen: bool = False,
+    worktree: Path | None = None,
+    with_files: StartFiles | None = None,
 ) -> dict[str, Any]:
     """Open the next round on a branch cut from the best line's tip, checked out here, or with
     WORKTREE in that work tree (created if missing): rounds in work trees of their own may run
-    at once, each still one hypothesis and one change."""
+    at once, each still one hypothesis and one change. WITH_FILES adds files to the record's
+    commit of the start (kgit/engine/claims.py)."""
     hypothesis = " ".join(hypothesis.split())
     if not hypothesis:
         raise UsageError(
@@ -109,6 +120,7 @@ def start_round(
         if current.state.open_round is not None and worktree is None:
             raise KgitError("another kgit process started a round first", hint="kgit status")
         number = current.state.next_round
+        files = with_files(current, number) if with_files is not None else None
         parent = current.best_tip()
         branch = current.refs.round_branch(number)
         _claim_round_branch(current, number, parent)
@@ -117,7 +129,7 @@ def start_round(
         if current.state.finished:  # --reopen: kgit finish must run again to end it
             current.state.finished = False
             current.state.reopened.append(now())
-        current.save(f"round-{number} started: {hypothesis}")
+        current.save(f"round-{number} started: {hypothesis}", extra_files=files)
     if worktree is None:
         repo.switch(branch)
     else:

@@ -8,6 +8,11 @@ under its lock, and accept is a compare-and-swap on the best line. A worker whos
 the best line moved by another worker's accept rebases its round onto the new best line and
 validates it again (the rebased tree is gated and measured against the best line as it is), a
 few times at most; a rebase that conflicts rolls the round back and says so.
+
+Through a remote (`--remote`), the lines of a hypotheses file are claimed in the campaign
+record (kgit/engine/claims.py), and each step of a round is pulled before and pushed after
+(kgit/engine/shared_round.py, which also says what happens when another clone writes the
+worker's own round).
 """
 
 from __future__ import annotations
@@ -23,18 +28,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kgit.engine.campaign import Campaign
+from kgit.engine.claims import Claimed, SharedQueue, clone_id, take_back
 from kgit.engine.devicelock import device_key
 from kgit.engine.gate import Say
 from kgit.engine.hypotheses import Hypothesis, Ledger, parse_line, read_queue
 from kgit.engine.parallel import rebase_round
 from kgit.engine.passes import HarnessError
-from kgit.engine.publish import Link, Unpublished
+from kgit.engine.publish import Link
 from kgit.engine.round_accept import accept_round
 from kgit.engine.round_rollback import rollback_round
 from kgit.engine.round_validate import validate_round
-from kgit.engine.rounds import start_round
+from kgit.engine.rounds import StartFiles, start_round
 from kgit.engine.runner import run_command
-from kgit.errors import KgitError
+from kgit.engine.shared_round import ClosedElsewhere, SharedRound
+from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
 from kgit.records.notes import ACCEPTING
 
@@ -43,6 +50,8 @@ from kgit.records.notes import ACCEPTING
 MAX_REBASES = 10
 # How many round numbers a worker gives up to other clones' starts before it stops.
 MAX_STARTS = 20
+# How often a rollback is done again after another clone wrote the round meanwhile.
+MAX_ROLLBACKS = 3
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ class WorkerSetup:
     max_rounds: int | None = None
     echo: bool = False
     remote: str | None = None  # the remote other clones' workers share the campaign through
+    take_over: str | None = None  # a clone (`host:path`) whose workers' rounds this one rolls back
 
 
 def pin_device(device: str | None) -> str:
@@ -84,10 +94,15 @@ def worker_slot(repo: Repo, campaign: str, name: str) -> Iterator[Path]:
         yield path
 
 
+# Where a worker's hypotheses come from: a function giving the next (a file's lines through
+# this clone's ledger, or stdin), or the lines of a file claimed in the campaign record.
+Source = Callable[[], Hypothesis | None] | SharedQueue
+
+
 def run_worker(
     repo: Repo,
     setup: WorkerSetup,
-    take: Callable[[], Hypothesis | None],
+    take: Source,
     say: Say,
     report: Callable[[dict[str, Any]], None],
 ) -> dict[str, Any]:
@@ -95,12 +110,21 @@ def run_worker(
     key = pin_device(setup.device)
     start, outcomes = time.monotonic(), list[dict[str, Any]]()
     link = Link(repo, setup.campaign, setup.remote)
+    claims: dict[str, Any] | None = None
     with worker_slot(repo, setup.campaign, setup.name) as tree:
+        if isinstance(take, SharedQueue):
+            claims = {"clone": clone_id(repo), "lost": 0}
+            claims["taken_back"] = _take_back(setup, tree, link, say)
         while setup.max_rounds is None or len(outcomes) < setup.max_rounds:
-            item = take()
+            item = _next(repo, setup, take)
             if item is None:
                 break
-            outcome = one_round(repo, setup, tree, item, say, link)
+            claim = take.claim(item) if isinstance(take, SharedQueue) else None
+            outcome = one_round(repo, setup, tree, item, say, link, claim)
+            if outcome is None:  # another worker claimed the line first: the next one
+                assert claims is not None
+                claims["lost"] += 1
+                continue
             outcome.update(worker=setup.name, device=key)
             report(outcome)
             outcomes.append(outcome)
@@ -116,60 +140,112 @@ def run_worker(
         "seconds": round(seconds, 3),
         "rounds_per_hour": round(len(outcomes) / seconds * 3600, 2) if seconds > 0 else None,
         "sharing": link.report(),
+        "claims": claims,
     }
 
 
+def _next(repo: Repo, setup: WorkerSetup, take: Source) -> Hypothesis | None:
+    if not isinstance(take, SharedQueue):
+        return take()
+    # Lines this clone's workers tried without --remote are not tried again either.
+    return take.next(Ledger(repo, setup.campaign).claimed())
+
+
+def _take_back(setup: WorkerSetup, tree: Path, link: Link, say: Say) -> list[int]:
+    """Before its first round, a worker of a shared queue rolls back the rounds its own earlier
+    process left in flight (its worker lock proves that process gone), and those of the clone
+    --take-over names; their lines go back to the queue."""
+    repo, name = link.repo, setup.campaign
+    done = take_back(repo, name, tree, link, (clone_id(repo), setup.name), say)
+    if setup.take_over is not None:
+        done += take_back(repo, name, tree, link, (setup.take_over, None), say)
+    return done
+
+
 def one_round(
-    repo: Repo, setup: WorkerSetup, tree: Path, item: Hypothesis, say: Say, link: Link
-) -> dict[str, Any]:
-    number = _start(repo, setup, tree, item, say, link)
+    repo: Repo,
+    setup: WorkerSetup,
+    tree: Path,
+    item: Hypothesis,
+    say: Say,
+    link: Link,
+    claim: StartFiles | None = None,
+) -> dict[str, Any] | None:
+    """ITEM's round from start to close; None when CLAIM found the line claimed first."""
+    number = _start(repo, setup, tree, item, say, link, claim)
+    if number is None:
+        return None
     here = open_repo(tree)
+    shared = SharedRound(link, here, setup.campaign, number, setup.name, say)
     base = {"round": number, "hypothesis": item.text, "line": item.line, "rebases": 0}
+    try:
+        return _run_round(shared, setup, item, base)
+    except ClosedElsewhere as closed:
+        return {**base, **shared.closed_outcome(closed.kept)}
+
+
+def _run_round(
+    shared: SharedRound, setup: WorkerSetup, item: Hypothesis, base: dict[str, Any]
+) -> dict[str, Any]:
+    here, say, link = shared.tree, shared.say, shared.link
     problem = _apply(here, setup, item) or _commit(here, item, setup.echo)
-    _published(link, here)
+    shared.published()  # a gate note dropped: the round goes on as the remote has it
     if problem:
-        return {**base, **_rollback(here, setup, problem, say, link)}
+        return {**base, **_rollback(shared, problem)}
     for attempt in range(MAX_REBASES + 1):
         base["rebases"] = attempt
         try:
-            link.sync()
+            shared.sync()
             verdict = validate_round(_load(here, setup), say, full=False, echo=setup.echo)
-            _published(link, here)
+            if not shared.published():
+                continue  # the verdict was dropped: validate the remote's copy of the round
             if verdict["decision"] not in ACCEPTING:
                 reason = "; ".join(verdict["reasons"]) or str(verdict["decision"])
-                return {**base, **_rollback(here, setup, reason, say, link), "verdict": verdict}
-            link.sync()
+                return {**base, **_rollback(shared, reason), "verdict": verdict}
+            shared.sync()
             accepted = accept_round(_load(here, setup), say, echo=setup.echo)
             if link.publish(here):
                 return {**base, "status": accepted["status"], "commit": accepted["commit"]}
             # Another clone accepted first: the accept was dropped and the round is open again.
-            say(f"{setup.name}: round-{number}: {link.conflict}; rebasing, validating again")
-            here.switch(_load(here, setup).refs.round_branch(number))
+            say(f"{setup.name}: round-{shared.number}: {link.conflict}; rebasing, validating again")
+            shared.back_on_round(None)
             if attempt == MAX_REBASES:
-                return {**base, **_rollback(here, setup, f"refused: {link.conflict}", say, link)}
+                return {**base, **_rollback(shared, f"refused: {link.conflict}")}
         except HarnessError as error:
-            reason = f"validation ERROR: {error.message}"
-            return {**base, **_rollback(here, setup, reason, say, link)}
-        except Unpublished:
-            raise
+            return {**base, **_rollback(shared, f"validation ERROR: {error.message}")}
         except KgitError as error:
             if not _best_moved(here, setup) or attempt == MAX_REBASES:
-                return {**base, **_rollback(here, setup, f"refused: {error.message}", say, link)}
+                return {**base, **_rollback(shared, f"refused: {error.message}")}
         conflict = rebase_round(_load(here, setup), say)
-        _published(link, here)
+        if not shared.published():
+            continue  # the rebase was dropped: go on from the remote's copy of the round
         if conflict:
-            return {**base, **_rollback(here, setup, conflict, say, link)}
-    raise AssertionError("unreachable")  # the loop returns on its last attempt
+            return {**base, **_rollback(shared, conflict)}
+    # Only a write dropped on the last attempt ends the loop here.
+    reason = f"refused: another clone wrote round-{shared.number} each time ({link.conflict})"
+    return {**base, **_rollback(shared, reason)}
 
 
 def _start(
-    repo: Repo, setup: WorkerSetup, tree: Path, item: Hypothesis, say: Say, link: Link
-) -> int:
-    """Open ITEM's round; through a remote, its number is published before any work (a number
-    another clone took first is given up, and the next one taken)."""
+    repo: Repo,
+    setup: WorkerSetup,
+    tree: Path,
+    item: Hypothesis,
+    say: Say,
+    link: Link,
+    claim: StartFiles | None,
+) -> int | None:
+    """Open ITEM's round, recording CLAIM with its start; through a remote, its number (and
+    claim) is published before any work: a number another clone took first is given up and the
+    next one taken, a line another worker claimed first is left to it (None)."""
     for _ in range(MAX_STARTS):
         link.sync()
-        started = start_round(Campaign.load(repo, setup.campaign), item.text, worktree=tree)
+        campaign = Campaign.load(repo, setup.campaign)
+        try:
+            started = start_round(campaign, item.text, worktree=tree, with_files=claim)
+        except Claimed as taken:
+            say(f"{setup.name}: {taken.message}; taking the next line")
+            return None
         number = int(started["round"])
         if link.publish(open_repo(tree)):
             say(f"{setup.name}: round-{number} started: {item.text}")
@@ -179,18 +255,6 @@ def _start(
         f"{MAX_STARTS} round numbers in a row were taken by other clones first",
         hint="kgit pull; kgit status (is another clone's worker stuck starting rounds?)",
     )
-
-
-def _published(link: Link, tree: Repo) -> None:
-    """Publish a write that touched only this worker's round (a gate note, a verdict, a
-    rebase, a rollback): replayable on any record the other clones write."""
-    if not link.publish(tree):
-        raise Unpublished(
-            f"campaign {link.name}: this clone's write could not be replayed on "
-            f"{link.remote}'s record ({link.conflict}); the clone now holds {link.remote}'s",
-            hint=f"kgit status and kgit log say where the round stands; finish it in {tree.root} "
-            "(kgit round validate, accept or rollback there), then kgit push",
-        )
 
 
 def _load(tree: Repo, setup: WorkerSetup) -> Campaign:
@@ -240,23 +304,34 @@ def _commit(tree: Repo, item: Hypothesis, echo: bool) -> str | None:
     return "gate: the commit was blocked: " + _last(result.tail)
 
 
-def _rollback(tree: Repo, setup: WorkerSetup, reason: str, say: Say, link: Link) -> dict[str, Any]:
-    tree.reset_hard()
-    done = rollback_round(_load(tree, setup), reason, say)
-    _published(link, tree)
-    return {"status": done["status"], "commit": done["commit"], "reason": reason}
+def _rollback(shared: SharedRound, reason: str) -> dict[str, Any]:
+    tree = shared.tree
+    for _ in range(MAX_ROLLBACKS):
+        tree.reset_hard()
+        done = rollback_round(Campaign.load(tree, shared.name), reason, shared.say)
+        if shared.published():
+            return {"status": done["status"], "commit": done["commit"], "reason": reason}
+    raise KgitError(
+        f"round-{shared.number}: another clone wrote it each time this worker rolled it back",
+        hint=f"kgit pull {shared.link.remote}; kgit status (who else works on round-"
+        f"{shared.number}?)",
+    )
 
 
 def _last(tail: str, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in tail.strip().splitlines()[-lines:] if line.strip())
 
 
-def taker(
-    repo: Repo, setup: WorkerSetup, queue: str, stdin: TextIO
-) -> Callable[[], Hypothesis | None]:
+def taker(repo: Repo, setup: WorkerSetup, queue: str, stdin: TextIO) -> Source:
     """Where the worker's hypotheses come from. A FILE is shared: each line goes to one worker
-    once, through the campaign's ledger. `-` reads stdin a line at a time as an agent writes it
+    once, through this clone's ledger, or with --remote through claims in the campaign record
+    that every clone of the remote sees. `-` reads stdin a line at a time as an agent writes it
     (this worker's alone: nothing to claim)."""
+    if setup.take_over is not None and (setup.remote is None or queue == "-"):
+        raise UsageError(
+            "--take-over gives back the lines of a hypotheses file shared through a remote",
+            hint="kgit worker --remote REMOTE --hypotheses FILE --take-over CLONE",
+        )
     if queue == "-":
         counter = iter(range(1, 1 << 62))
 
@@ -269,5 +344,7 @@ def taker(
 
         return from_stdin
     items = read_queue(Path(queue))
+    if setup.remote is not None:
+        return SharedQueue(repo, setup.campaign, items, setup.name)
     ledger = Ledger(repo, setup.campaign)
     return lambda: ledger.claim_next(items, setup.name)

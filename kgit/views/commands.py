@@ -70,10 +70,18 @@ def render_worker_round(r: dict[str, Any]) -> str:
 
 def render_worker_summary(r: dict[str, Any]) -> str:
     rate = f", {r['rounds_per_hour']:.1f} rounds/hour" if r["rounds_per_hour"] else ""
-    return (
+    text = (
         f"worker {r['worker']} (device {r['device']}): {r['rounds']} round(s), "
         f"{r['accepted']} accepted, {r['rolled_back']} rolled back in {r['seconds']:.1f} s{rate}"
     )
+    claims = r.get("claims")
+    if claims:
+        back = ", ".join(f"round-{n}" for n in claims["taken_back"])
+        text += (
+            f"\nclone {claims['clone']}: {claims['lost']} line(s) claimed first by another worker"
+        )
+        text += f"; rolled back as their workers ended: {back}" if back else ""
+    return text
 
 
 def render_revision(r: dict[str, Any]) -> str:

@@ -257,7 +257,8 @@ def test_workers_in_several_clones_share_one_campaign(
 ) -> None:
     a, b, bare = clones
     places = [a, b] + [fresh_clone(bare, f"clone-{n}") for n in range(2, count)]
-    # Each clone keeps its own queue's claims: the ideas are dealt out between them.
+    # Each clone its own file, the ideas dealt out between them (one file shared by several
+    # clones: tests/engine/test_shared_claims.py).
     queues = {
         clone: [f"{text} :: {_edit(name, factor)}" for text, name, factor in IDEAS[n::count]]
         for n, clone in enumerate(places)
