@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,11 @@ from typing import Any
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
 from kgit.engine.measuring_sides import Launch, Side, close_sides, launch_side, start_side
-from kgit.engine.passes import HarnessError, Measurement, Say, measure
-from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs, side_means
+from kgit.engine.passes import HarnessError, Measurement, Say
+from kgit.engine.policy import policy_of
+from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs
 from kgit.engine.worktree import measuring_tree
-from kgit.judge.stats import Pair, calibrate_floors, group_biases
+from kgit.judge.stats import Pair, calibrate_floors, group_biases, pairs_of, side_means
 from kgit.progress import warn
 from kgit.records.evidence import Evidence
 
@@ -30,19 +32,28 @@ class Calibrated:
     statistics: dict[str, Any]
 
 
+# Which shapes the calibration measures: the representative ones of the first pass.
+Pick = Callable[[Measurement], list[str]]
+
+
 def baseline_pass(
-    campaign: Campaign, commit: str, pick: Any, say: Say, *, echo: bool
+    campaign: Campaign, commit: str, pick: Pick, say: Say, *, echo: bool
 ) -> Calibrated:
-    """The baseline's full pass (side B, the main work tree); under the interleaved policy, then
-    the A/A calibration of the representative shapes that PICK(first pass) returns (active ones),
-    B against the same commit in kgit's own work tree, sampled as a round is. With measuring
-    workers, the quads are split over `calibration_processes` pairs of processes, each pair after
-    the first started as a validation starts its sides (kgit/judge/stats.py, calibrate_floors)."""
-    manifest = campaign.manifest
+    """The baseline's full pass (side B, kgit's candidate work tree), and what the campaign's
+    policy calibrates besides (kgit/engine/policy.py: Policy.calibrate)."""
     candidate = measuring_tree(campaign, commit, "candidate", say, echo=echo)
-    if manifest.decision_policy != "interleaved":
-        first = measure(campaign, manifest.target_shapes, None, say, echo=echo, tree=candidate)
-        return Calibrated(first, {}, {})
+    policy = policy_of(campaign.manifest)
+    return policy.calibrate(campaign, commit, candidate, pick, say, echo=echo)
+
+
+def calibrate(
+    campaign: Campaign, commit: str, candidate: Path, pick: Pick, say: Say, *, echo: bool
+) -> Calibrated:
+    """The interleaved policy's: the baseline's full pass, then the A/A calibration of the
+    representative shapes that PICK(first pass) returns (active ones), B against the same commit
+    in kgit's own work tree, sampled as a round is. With measuring workers, the quads are split
+    over `calibration_processes` pairs of processes, each pair after the first started as a
+    validation starts its sides (kgit/judge/stats.py, calibrate_floors)."""
     # Both trees are checked out and built before the device is taken (timing only holds it).
     tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
     with measuring(campaign.repo, f"campaign {campaign.name}: baseline and calibration", say):
@@ -50,7 +61,7 @@ def baseline_pass(
 
 
 def _calibrated(
-    campaign: Campaign, commit: str, trees: tuple[Path, Path], pick: Any, say: Say, *, echo: bool
+    campaign: Campaign, commit: str, trees: tuple[Path, Path], pick: Pick, say: Say, *, echo: bool
 ) -> Calibrated:
     manifest = campaign.manifest
     settings = manifest.interleaved
@@ -113,9 +124,9 @@ def _calibrated(
                     "another: the calibration cannot pair them",
                     hint="check how the harness reads KGIT_WORKER (kgit/records/protocol.py)",
                 )
-            evidence = Evidence("interleaved", mode, "", commit, labels)
-            sample_pairs(campaign, (a, b), shapes, {}, evidence, say, pairs_wanted=each)
-            groups.append([Pair(p["a"], p["b"]) for p in evidence.pairs])
+            evidence = Evidence(manifest.decision_policy, mode, "", commit, labels)
+            sample_pairs(campaign, (a, b), shapes, None, evidence, say, pairs_wanted=each)
+            groups.append(pairs_of(evidence.pairs))
         seconds = time.monotonic() - start
     finally:
         if held is not None:
@@ -124,7 +135,7 @@ def _calibrated(
     floors = calibrate_floors(groups, labels, settings.min_effect_pct)
     pairs = [pair for group in groups for pair in group]
     statistics: dict[str, Any] = {
-        "policy": "interleaved",
+        "policy": manifest.decision_policy,
         "mode": mode,
         "calibration_pairs": len(pairs),
         "calibration_processes": len(groups),
