@@ -13,7 +13,7 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
-from kgit.engine.measuring_sides import Launch, Side, close_sides, launch_side, start_side
+from kgit.engine.measuring_sides import Side, close_sides, launch_side, start_side
 from kgit.engine.passes import HarnessError, Measurement, Say
 from kgit.engine.policy import policy_of
 from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs
@@ -67,7 +67,6 @@ def _calibrated(
     settings = manifest.interleaved
     tree, candidate = trees
     sides: list[Side] = []
-    held: Launch | None = None
     groups: list[list[Pair]] = []
     try:
         b = start_side(campaign, "B", candidate, manifest.target_shapes, None, say, echo=echo)
@@ -79,13 +78,8 @@ def _calibrated(
         frozen = tuple(first.table.header)
         shapes = manifest.shapes_for(labels)
         workers = b.mode == "worker"
-        if not workers:  # interleaved on a plain harness: what it costs, and the ways out
-            warn(
-                "the harness is not a measuring worker: each A/B pair of the interleaved policy "
-                "is two whole passes, so a validation takes several passes; a harness built on "
-                'kgit.measure answers in short blocks (README "The harness contract"), and '
-                "`decision_policy: seed` judges one pass by the seed's rule"
-            )
+        if not workers:
+            _warn_plain_harness()
         block_ms = settings.block_ms if workers else None
         processes = settings.calibration_processes if workers else 1
         wanted = settings.calibration_quads if workers else settings.calibration_pairs
@@ -100,23 +94,14 @@ def _calibrated(
             if index:  # a fresh pair, started as `kgit round validate` starts its sides
                 close_sides(sides)
                 sides.clear()
-                held = launch_side(
-                    campaign, "A", tree, shapes, frozen, echo=echo,
-                    first_block_ms=block_ms, hold=True,
-                )  # fmt: skip
-                b = start_side(
-                    campaign, "B", candidate, shapes, frozen, say, echo=echo,
-                    first_block_ms=block_ms,
-                )  # fmt: skip
-                sides.append(b)
-                require_reference_passes(b.first)
-                launch, held = held, None
-                a = launch.start(say)
+                a, b = _fresh_pair(
+                    campaign, trees, (shapes, frozen), block_ms, sides, say, echo=echo
+                )
             else:
                 a = start_side(
                     campaign, "A", tree, shapes, frozen, say, echo=echo, first_block_ms=block_ms
                 )
-            sides.append(a)
+                sides.append(a)
             require_reference_passes(a.first)
             if a.mode != mode or b.mode != mode:
                 raise HarnessError(
@@ -129,13 +114,67 @@ def _calibrated(
             groups.append(pairs_of(evidence.pairs))
         seconds = time.monotonic() - start
     finally:
-        if held is not None:
-            held.kill()
         close_sides(sides)
     floors = calibrate_floors(groups, labels, settings.min_effect_pct)
+    statistics = _statistics(manifest.decision_policy, mode, groups, labels, floors, seconds)
+    return Calibrated(first, floors, statistics)
+
+
+def _warn_plain_harness() -> None:
+    """Interleaved on a plain harness: what it costs, and the ways out."""
+    warn(
+        "the harness is not a measuring worker: each A/B pair of the interleaved policy "
+        "is two whole passes, so a validation takes several passes; a harness built on "
+        'kgit.measure answers in short blocks (README "The harness contract"), and '
+        "`decision_policy: seed` judges one pass by the seed's rule"
+    )
+
+
+def _fresh_pair(
+    campaign: Campaign,
+    trees: tuple[Path, Path],
+    measured: tuple[list[dict[str, Any]], tuple[str, ...]],
+    block_ms: float | None,
+    sides: list[Side],
+    say: Say,
+    *,
+    echo: bool,
+) -> tuple[Side, Side]:
+    """A new pair of processes on the MEASURED shapes (and the frozen header), started as a
+    validation starts its sides: the reference's waits, held, while the candidate's first pass
+    runs. Both are added to SIDES, closed with them whatever follows."""
+    tree, candidate = trees
+    shapes, frozen = measured
+    held = launch_side(
+        campaign, "A", tree, shapes, frozen, echo=echo, first_block_ms=block_ms, hold=True
+    )
+    try:
+        b = start_side(
+            campaign, "B", candidate, shapes, frozen, say, echo=echo, first_block_ms=block_ms
+        )
+        sides.append(b)
+        require_reference_passes(b.first)
+    except BaseException:
+        held.kill()
+        raise
+    a = held.start(say)
+    sides.append(a)
+    return a, b
+
+
+def _statistics(
+    policy: str,
+    mode: str,
+    groups: list[list[Pair]],
+    labels: list[str],
+    floors: dict[str, float],
+    seconds: float,
+) -> dict[str, Any]:
+    """What the baseline's note shows of its calibration, over the GROUPS of pairs that each
+    pair of processes measured in SECONDS."""
     pairs = [pair for group in groups for pair in group]
     statistics: dict[str, Any] = {
-        "policy": manifest.decision_policy,
+        "policy": policy,
         "mode": mode,
         "calibration_pairs": len(pairs),
         "calibration_processes": len(groups),
@@ -152,4 +191,4 @@ def _calibrated(
         # Rounds of a worker report block figures (no L2 flush, graph replays): their "vs
         # baseline" compares with the baseline's own blocks, not with its plain pass.
         statistics["block_values"] = side_means(pairs, labels)[1]
-    return Calibrated(first, floors, statistics)
+    return statistics

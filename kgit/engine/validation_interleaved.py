@@ -194,26 +194,9 @@ def sample_pairs(
             # a quad's first block (the switch from the previous shape).
             odd = (len(evidence.pairs) + 1) % 2
             order = ("ABBA" if odd else "BAAB") if workers else ("AB" if odd else "BA")
-            seen: dict[str, dict[str, list[float]]] = {
-                "A": defaultdict(list),
-                "B": defaultdict(list),
-            }
-            for group in groups:
-                for index, name in enumerate(order):
-                    side, idle = (a, b) if name == "A" else (b, a)
-                    # The idle side is stopped while this one measures: a thread of its harness
-                    # could otherwise slow this side down (kgit/engine/holding.py).
-                    idle.hold()
-                    side.release()
-                    # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
-                    relocate = workers and order.index(name) == index
-                    run = side.block(group, settings.block_ms, quiet, relocate=relocate)
-                    if run.score.failing:
-                        if side is b:
-                            return list(run.score.failing)
-                        require_reference_passes(run)
-                    for label, value in run.score.values.items():
-                        seen[name][label].append(value)
+            seen, failing = _sample_quad(sides, groups, order, settings.block_ms, quiet)
+            if failing:
+                return failing
             pair = {name: {label: geomean(seen[name][label]) for label in labels} for name in "AB"}
             evidence.pairs.append({"a": pair["A"], "b": pair["B"]})
             new += 1
@@ -234,3 +217,34 @@ def sample_pairs(
     for side in sides:  # both go on: what follows (a next call, closing) needs them running
         side.release()
     return failing
+
+
+def _sample_quad(
+    sides: tuple[Side, Side],
+    groups: list[list[dict[str, Any]]],
+    order: str,
+    block_ms: float,
+    quiet: Say,
+) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
+    """One pair's blocks of each group, the sides in ORDER: the values each side ("A", "B")
+    read per shape, and the candidate's FAIL labels if one of its blocks failed."""
+    a, b = sides
+    workers = a.mode == b.mode == "worker"
+    seen: dict[str, dict[str, list[float]]] = {"A": defaultdict(list), "B": defaultdict(list)}
+    for group in groups:
+        for index, name in enumerate(order):
+            side, idle = (a, b) if name == "A" else (b, a)
+            # The idle side is stopped while this one measures: a thread of its harness
+            # could otherwise slow this side down (kgit/engine/holding.py).
+            idle.hold()
+            side.release()
+            # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
+            relocate = workers and order.index(name) == index
+            run = side.block(group, block_ms, quiet, relocate=relocate)
+            if run.score.failing:
+                if side is b:
+                    return seen, list(run.score.failing)
+                require_reference_passes(run)
+            for label, value in run.score.values.items():
+                seen[name][label].append(value)
+    return seen, []
