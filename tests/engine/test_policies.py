@@ -10,6 +10,7 @@ import pytest
 from kgit.engine.campaign import Campaign
 from kgit.engine.policy import Policy, policy_named
 from kgit.engine.rounds import recorded_evidence
+from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.judge.decision import Rule, Standard, decide, pairs_rule, seed_rule
 from kgit.records.notes import ACCEPTED, ROLLED_BACK
@@ -68,9 +69,16 @@ def test_a_manifest_naming_no_policy_of_the_table_is_refused(kernel_repo: Path) 
     assert "decision_policy: 'toy' is not one of ['seed', 'interleaved']" in refused.err
 
 
-def test_every_policy_of_the_table_implements_the_protocol() -> None:
+def test_every_policy_of_the_table_implements_the_protocol(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for name in POLICIES:
         assert isinstance(policy_named(name), Policy)
+    with pytest.raises(KgitError, match="no decision policy 'vibes' in this kgit"):
+        policy_named("vibes")
+    monkeypatch.setitem(POLICIES, "hollow", "kgit.records.policies")
+    with pytest.raises(TypeError, match="does not implement the Policy protocol"):
+        policy_named("hollow")
 
 
 INTERLEAVED = "decision_policy: interleaved\ninterleaved: {min_pairs: 3, max_pairs: 4, calibration_pairs: 3}\n"
