@@ -148,3 +148,50 @@ def test_the_scan_sees_a_second_spelling(tmp_path: Path) -> None:
         "GOOD = {'PASS', 'ACCEPTED'}\ndef ok(d):\n    return d in (ACCEPTED, ACCEPTED_TRADEOFF)\n"
     )
     assert decision_spellings(module) == ["m.py:1 'ACCEPTED'", "m.py:3 the accept rule"]
+
+
+def policy_switches(path: Path) -> list[str]:
+    """`file:line` and the name, for each place PATH tells decision policies apart by name: a
+    comparison with a policy's name, a `case` on one, a dict keyed by two or more of them (one
+    key alone is the manifest's `interleaved:` section)."""
+    from kgit.records.policies import POLICIES
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            named = [e for o in operands for e in getattr(o, "elts", [o])]
+        elif isinstance(node, ast.MatchValue):
+            named = [node.value]
+        elif isinstance(node, ast.Dict):
+            named = [key for key in node.keys if key is not None]
+        else:
+            continue
+        names = [n.value for n in named if isinstance(n, ast.Constant) and n.value in POLICIES]
+        if isinstance(node, ast.Dict) and len(names) < 2:
+            continue
+        found += [f"{path.name}:{node.lineno} {name!r}" for name in names]
+    return found
+
+
+def test_policies_are_told_apart_only_in_their_table() -> None:
+    """A policy is its module and its row in kgit/records/policies.py; a switch over the names
+    elsewhere is a place a new policy would have to visit."""
+    table = ROOT / "records" / "policies.py"
+    assert [hit for p in ROOT.rglob("*.py") if p != table for hit in policy_switches(p)] == []
+
+
+def test_the_scan_sees_a_switch_over_policies(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def f(m):\n    if m.decision_policy == 'seed' or m.p in ('x', 'interleaved'):\n"
+        "        return {'seed': 1, 'interleaved': 2}\n    match m.p:\n"
+        "        case 'interleaved':\n            return {'interleaved': {}}\n"
+    )
+    assert sorted(policy_switches(module)) == [
+        "m.py:2 'interleaved'",
+        "m.py:2 'seed'",
+        "m.py:3 'interleaved'",
+        "m.py:3 'seed'",
+        "m.py:5 'interleaved'",
+    ]

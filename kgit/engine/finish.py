@@ -30,7 +30,7 @@ from typing import Any
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.final_branch import FinalCommit, final_branch, final_commits, write_final_branch
 from kgit.engine.gate import Say
-from kgit.engine.integrity import impossible, measured_rates, rule11_findings
+from kgit.engine.integrity import impossible, rule11_findings
 from kgit.engine.passes import (
     HarnessError,
     Measurement,
@@ -38,6 +38,7 @@ from kgit.engine.passes import (
     measure,
     require_clean,
 )
+from kgit.engine.policy import Policy, policy_of
 from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
 from kgit.engine.trust import require_trusted
@@ -239,12 +240,13 @@ def _full_validation(
     # How the baseline's calibration measured (workers or passes): read from the record's
     # round-1, it sets how to measure, not what the figures are.
     workers = ran_workers(rounds[0][1] if rounds else None)
+    policy = policy_of(campaign.manifest)
     try:
-        baseline = _baseline_now(campaign, labels, say, echo=echo)
+        baseline = _baseline_now(campaign, policy, labels, say, echo=echo)
         target = Target(
             best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", workers
         )
-        outcome = validate(campaign, target, None, say, echo=echo)
+        outcome = validate(campaign, policy, target, None, say, echo=echo)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
         return
@@ -255,10 +257,8 @@ def _full_validation(
         check.reasons += [f"full validation: {r}" for r in verdict.reasons]
         return
     metric = campaign.manifest.primary_metric
-    evidence = outcome.evidence
-    values = [*evidence.runs, *(pair["b"] for pair in evidence.pairs)]
-    fingerprint = outcome.passes[0].fingerprint if outcome.passes else None
-    over, _ = impossible(campaign, measured_rates(outcome.passes, values, metric), fingerprint)
+    fingerprint = outcome.fingerprint
+    over, _ = impossible(campaign, outcome.rates(metric), fingerprint)
     check.reasons += [f"full validation: physical floor: {r}" for r in over]
     floor = campaign_floor(campaign.manifest, campaign.state, fingerprint)
     dtypes = shape_dtypes(campaign.manifest)
@@ -284,11 +284,12 @@ def _full_validation(
 
 
 def _baseline_now(
-    campaign: Campaign, labels: list[str], say: Say, *, echo: bool
+    campaign: Campaign, policy: Policy, labels: list[str], say: Say, *, echo: bool
 ) -> dict[str, float]:
-    """The baseline commit's figures on LABELS, measured now in kgit's reference work tree (the
-    seed policy's reference; the interleaved policy measures it in its own A/B pairs)."""
-    if campaign.manifest.decision_policy == "interleaved":
+    """The baseline commit's figures on LABELS, measured now in kgit's reference work tree, for
+    a POLICY that judges against stored figures (the seed's); one that measures the reference
+    beside the candidate (the interleaved policy's pairs) needs none."""
+    if not policy.stored_reference:
         return {}
     base = campaign.state.base
     path = measuring_tree(campaign, base, "reference", say, echo=echo)

@@ -251,17 +251,17 @@ def _device(fingerprint: dict[str, str]) -> str:
 
 
 def device_reasons(
-    now: dict[str, str], baseline: dict[str, str], best: list[dict[str, str]], policy: str
+    now: dict[str, str], baseline: dict[str, str], best: list[dict[str, str]], stored: bool
 ) -> list[str]:
     """What a verdict must say when NOW's device is not the one its figures come from: the
-    baseline's (every "vs baseline"), and under the seed policy the best line's stored values
-    (the verdict itself). Same model only: check_fingerprint refuses another model. The
-    interleaved policy times both sides in one validation, on one device."""
+    baseline's (every "vs baseline"), and, when the policy judges against the best line's STORED
+    values (the seed's), those (the verdict itself). Same model only: check_fingerprint refuses
+    another model. The interleaved policy times both sides in one validation, on one device."""
     here = now.get("gpu_uuid")
     if not here:
         return []
     reasons = []
-    if policy == "seed":
+    if stored:
         others = sorted({fp["gpu_uuid"] for fp in best if fp.get("gpu_uuid", here) != here})
         if others:
             reasons.append(

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.integrity import change_files
+from kgit.engine.policy import policy_of
 from kgit.engine.seal import problems_by_commit
 from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs
@@ -42,6 +43,9 @@ class CampaignReader:
     @property
     def record_sha(self) -> str:
         return self._campaign.record_sha
+
+    def policy_words(self) -> str:
+        return policy_of(self.manifest).words(self.manifest.thresholds)
 
     def best_commit(self) -> str:
         return self._campaign.best_at_load or self._campaign.best_tip()

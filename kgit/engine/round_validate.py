@@ -10,8 +10,9 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import Say, ensure_gated
-from kgit.engine.integrity import impossible, measured_rates, rule11_findings
+from kgit.engine.integrity import impossible, rule11_findings
 from kgit.engine.passes import HarnessError, Measurement, best_values, device_reasons
+from kgit.engine.policy import policy_of
 from kgit.engine.rounds import (
     active_labels,
     commit_words,
@@ -35,13 +36,12 @@ from kgit.judge.verdict import (
     CORRECTNESS,
     IMPOSSIBLE,
     Verdict,
-    impossible_verdict,
     link_verdict,
     protected_verdict,
     rule11_verdict,
     scope_verdict,
 )
-from kgit.records.notes import ERROR, VALIDATED, RoundNote, ShapeResult
+from kgit.records.notes import ERROR, VALIDATED, OpenRound, RoundNote, ShapeResult
 
 
 def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
@@ -133,14 +133,26 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
     if not linked:
         _rebuild(campaign, say, echo)
         ensure_gated(campaign, tip, say, echo=echo)
-    rounds = campaign.all_rounds()
-    best = best_values(rounds, campaign.repo.rev_list(best_tip, first_parent=True))
-    baseline = rounds[0][1].values() if rounds else {}
-    baseline_blocks = rounds[0][1].statistics.get("block_values", {}) if rounds else {}
-    labels = active_labels(campaign, full)
     tree = campaign.repo.tree_of(tip)
-    prior = recorded_evidence(campaign, open_round.number, tree)
-    note = RoundNote(
+    note = _new_note(campaign, open_round, full, tree)
+    changed = protected_changes(campaign, tip)
+    sources = campaign.manifest.kernel_source
+    outside = outside_kernel_source(changed_paths, sources)
+    verdict = _unmeasured_verdict(linked, changed, outside, sources)
+    if verdict is not None:
+        note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
+        return _record(campaign, tip, note, [], say)
+    findings = rule11_findings(campaign.repo, best_tip, tip)
+    if findings:  # judged before measuring: no number makes such a gain real
+        verdict = rule11_verdict([f.describe() for f in findings])
+        note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
+        note.findings = [f.to_dict() for f in findings]
+        return _record(campaign, tip, note, [], say)
+    return _measured(campaign, note, (tip, tree), best_tip, say, echo=echo)
+
+
+def _new_note(campaign: Campaign, open_round: OpenRound, full: bool, tree: str) -> RoundNote:
+    return RoundNote(
         campaign=campaign.name,
         round=open_round.number,
         status=VALIDATED,
@@ -156,56 +168,58 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> d
         },
         tree=tree,
     )
-    changed = protected_changes(campaign, tip)
-    sources = campaign.manifest.kernel_source
-    outside = outside_kernel_source(changed_paths, sources)
-    verdict = _unmeasured_verdict(linked, changed, outside, sources)
-    if verdict is not None:
-        note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
-        return _record(campaign, tip, note, [], say)
-    findings = rule11_findings(campaign.repo, best_tip, tip)
-    if findings:  # judged before measuring: no number makes such a gain real
-        verdict = rule11_verdict([f.describe() for f in findings])
-        note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
-        note.findings = [f.to_dict() for f in findings]
-        return _record(campaign, tip, note, [], say)
+
+
+def _measured(
+    campaign: Campaign,
+    note: RoundNote,
+    commit: tuple[str, str],
+    best_tip: str,
+    say: Say,
+    *,
+    echo: bool,
+) -> dict[str, Any]:
+    """The round's COMMIT (its sha and tree) measured against the best line and judged under
+    the campaign's policy; NOTE recorded with the verdict and its evidence."""
+    tip, tree = commit
+    rounds = campaign.all_rounds()
+    best = best_values(rounds, campaign.repo.rev_list(best_tip, first_parent=True))
+    baseline = rounds[0][1].values() if rounds else {}
+    baseline_blocks = rounds[0][1].statistics.get("block_values", {}) if rounds else {}
+    labels = active_labels(campaign, note.level == "full")
+    prior = recorded_evidence(campaign, note.round, tree)
+    policy = policy_of(campaign.manifest)
     workers = ran_workers(rounds[0][1] if rounds else None)
     target = Target(tip, tree, best_tip, best, labels, "best", workers)
     try:
-        outcome = validate(campaign, target, prior, say, echo=echo)
+        outcome = validate(campaign, policy, target, prior, say, echo=echo)
     except HarnessError as exc:
         note.status, note.reasons = ERROR, [exc.message]
         note.harness_tail = (exc.details or "")[-4000:]
         note.evidence = prior.to_dict() if prior else {}  # an error never loses earlier runs
         _record(campaign, tip, note, [], say)
         raise
-    over = _floor_check(campaign, outcome)
+    over, impossible_labels = _floor_check(campaign, outcome)
+    outcome.judge(policy.rule, over)
     if outcome.evidence.mode == "worker":
         # Block figures on both sides: the reference as measured now, the baseline's blocks.
         best = {**best, **outcome.verdict.reference}
         baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}
-    _fill_note(note, outcome, best, baseline, labels, over)
+    _fill_note(note, outcome, best, baseline, labels, impossible_labels)
+    note.statistics = statistics_dict(outcome, policy)
     best_devices = [recorded.fingerprint for _, recorded in rounds if recorded.accepted]
-    policy = campaign.manifest.decision_policy
     note.reasons += device_reasons(
-        note.fingerprint, campaign.state.fingerprint, best_devices, policy
+        note.fingerprint, campaign.state.fingerprint, best_devices, policy.stored_reference
     )
     return _record(campaign, tip, note, outcome.passes, say, outcome.reference_passes)
 
 
-def _floor_check(campaign: Campaign, outcome: Outcome) -> list[str]:
+def _floor_check(campaign: Campaign, outcome: Outcome) -> tuple[list[str], list[str]]:
     """The physical floor over all the candidate showed (pooled evidence included), kept in the
-    evidence for accept: a rate past the device's peak rolls the round back as an error of
-    measurement, whatever the comparison said. Returns the shapes past the peak."""
+    evidence for accept: (the reasons a rate is past the device's peak, those shapes)."""
     evidence = outcome.evidence
-    values = [*evidence.runs, *(pair["b"] for pair in evidence.pairs)]
-    rates = measured_rates(outcome.passes, values, campaign.manifest.primary_metric)
-    evidence.rates = merge_rates(evidence.rates, rates)
-    fingerprint = outcome.passes[0].fingerprint if outcome.passes else None
-    reasons, labels = impossible(campaign, evidence.rates, fingerprint)
-    if reasons and outcome.verdict.cause != CORRECTNESS:  # Check is the harder gate
-        outcome.verdict = impossible_verdict(reasons, outcome.verdict)
-    return labels
+    evidence.rates = merge_rates(evidence.rates, outcome.rates(campaign.manifest.primary_metric))
+    return impossible(campaign, evidence.rates, outcome.fingerprint)
 
 
 def _fill_note(
@@ -219,7 +233,6 @@ def _fill_note(
     verdict, evidence = outcome.verdict, outcome.evidence
     note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
     note.evidence = evidence.to_dict()
-    note.statistics = statistics_dict(outcome)
     first = outcome.passes[0] if outcome.passes else None
     note.fingerprint = first.fingerprint if first else {}
     note.diagnostics = diagnostics(first.table) if first else {}

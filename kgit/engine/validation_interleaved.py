@@ -13,12 +13,11 @@ from typing import Any
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring_sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.engine.passes import HarnessError, Measurement, Say, check_fingerprint
-from kgit.engine.validation_target import Outcome, Target, evidence_for
+from kgit.engine.validation_target import Outcome, Target, evidence_for, standard_for
 from kgit.engine.worktree import require_pristine
 from kgit.errors import KgitError
+from kgit.judge.decision import Standard, decide, pairs_rule
 from kgit.judge.scoring import geomean
-from kgit.judge.stats import Pair, judge_pairs
-from kgit.judge.verdict import Verdict, correctness_verdict, interleaved_verdict
 from kgit.records.evidence import Evidence
 
 
@@ -53,90 +52,103 @@ def measure_interleaved(
 ) -> Outcome:
     """A/B sampling of the reference's and the candidate's TREES; the caller holds the device."""
     floors = floors_for(campaign, target.labels, target.versus)
-    shapes = campaign.manifest.shapes_for(target.labels)
-    frozen = tuple(campaign.state.frozen_header or ())
+    manifest = campaign.manifest
+    standard = standard_for(manifest, target.labels, target.reference_values, target.versus, floors)
+    shapes = manifest.shapes_for(target.labels)
     reference_tree, path = trees
     require_pristine(reference_tree, "reference")
-    block_ms = campaign.manifest.interleaved.block_ms
     sides: list[Side] = []
     start = time.monotonic()
-    evidence: Evidence | None = None
+    outcome: Outcome | None = None
     held: Launch | None = None
     try:
-
-        def reference(hold: bool) -> Launch:
-            return launch_side(
-                campaign, "A", reference_tree, shapes, frozen, echo=echo,
-                first_block_ms=block_ms, hold=hold,
-            )  # fmt: skip
-
         if target.workers:
             # The reference's process starts now and waits, imported, for the candidate's first
             # pass to end: its start-up overlaps that pass, and the two never time at once.
-            held = reference(hold=True)
-        # Both sides' first passes in blocks (a worker; a plain harness ignores it): the two
-        # processes then set up alike. On an H200, a candidate whose first pass was a plain one
-        # (pools of up to 30% of the GPU's memory, kept by the caching allocator) read 2% slower
-        # than an identical reference at 32768x8192 RMSNorm, in every validation.
-        b = start_side(
-            campaign,
-            "B",
-            path,
-            shapes,
-            frozen,
-            say,
-            echo=echo,
-            first_block_ms=block_ms,
-        )
-        sides.append(b)
-        check_fingerprint(campaign.state.fingerprint, b.first.fingerprint)
-        if prior is not None and prior.mode != b.mode:
-            prior = None  # the harness changed its way of measuring: a new body of evidence
-        evidence = evidence_for(target, "interleaved", b.mode, prior)
-        outcome = Outcome(Verdict("", "", []), evidence, [b.first])
-        evidence.runs.append(dict(b.first.score.values))
-        if b.first.score.failing:
-            evidence.failed = list(b.first.score.failing)
-            outcome.verdict = correctness_verdict(
-                [f"shape {label}: Check FAIL" for label in b.first.score.failing],
-                target.reference_values,
-            )
+            held = _launch_reference(campaign, reference_tree, shapes, hold=True, echo=echo)
+        b = _start_candidate(campaign, path, shapes, sides, say, echo=echo)
+        outcome = _first_outcome(campaign, target, standard, b, prior)
+        if outcome.evidence.failed:
             return outcome
         require_pristine(reference_tree, "reference")
-        launch, held = held or reference(hold=False), None
+        launch = held or _launch_reference(campaign, reference_tree, shapes, hold=False, echo=echo)
+        held = None
         a = launch.start(say)
         sides.append(a)
         outcome.reference_passes.append(a.first)
         require_reference_passes(a.first)
-        if b.mode == "pass" and a.mode == "pass" and not evidence.pairs:
+        if b.mode == "pass" and a.mode == "pass" and not outcome.evidence.pairs:
             # Two plain passes, B then A: the first pair, already paid for.
-            evidence.pairs.append(
+            outcome.evidence.pairs.append(
                 {"a": dict(a.first.score.values), "b": dict(b.first.score.values)}
             )
-        failing = sample_pairs(campaign, (a, b), shapes, floors, evidence, say)
+        failing = sample_pairs(campaign, (a, b), shapes, standard, outcome.evidence, say)
         require_pristine(reference_tree, "reference")
         require_pristine(path, "candidate")
     finally:
         if held is not None:
             held.kill()
         close_sides(sides)
-        if evidence is not None:
-            evidence.seconds = round(evidence.seconds + time.monotonic() - start, 3)
+        if outcome is not None:
+            seconds = outcome.evidence.seconds + time.monotonic() - start
+            outcome.evidence.seconds = round(seconds, 3)
     if failing:
-        evidence.failed = failing
-        outcome.verdict = correctness_verdict(
-            [f"shape {label}: Check FAIL in a block" for label in failing], target.reference_values
-        )
-        return outcome
-    pairs = [Pair(p["a"], p["b"]) for p in evidence.pairs]
-    manifest = campaign.manifest
-    judged = judge_pairs(pairs, target.labels, floors, manifest.interleaved, manifest.thresholds)
-    means_a, means_b = side_means(pairs, target.labels)
-    outcome.judgement = judged
-    outcome.verdict = interleaved_verdict(
-        judged, manifest.thresholds, target.versus, candidate=means_b, reference=means_a
-    )
+        outcome.evidence.failed = failing
+        outcome.failed_where = " in a block"
     return outcome
+
+
+def _launch_reference(
+    campaign: Campaign, tree: Path, shapes: list[dict[str, Any]], *, hold: bool, echo: bool
+) -> Launch:
+    frozen = tuple(campaign.state.frozen_header or ())
+    return launch_side(
+        campaign, "A", tree, shapes, frozen, echo=echo,
+        first_block_ms=campaign.manifest.interleaved.block_ms, hold=hold,
+    )  # fmt: skip
+
+
+def _start_candidate(
+    campaign: Campaign,
+    path: Path,
+    shapes: list[dict[str, Any]],
+    sides: list[Side],
+    say: Say,
+    *,
+    echo: bool,
+) -> Side:
+    """The candidate's side, added to SIDES (closed with them whatever follows)."""
+    # Both sides' first passes in blocks (a worker; a plain harness ignores it): the two
+    # processes then set up alike. On an H200, a candidate whose first pass was a plain one
+    # (pools of up to 30% of the GPU's memory, kept by the caching allocator) read 2% slower
+    # than an identical reference at 32768x8192 RMSNorm, in every validation.
+    frozen = tuple(campaign.state.frozen_header or ())
+    b = start_side(
+        campaign,
+        "B",
+        path,
+        shapes,
+        frozen,
+        say,
+        echo=echo,
+        first_block_ms=campaign.manifest.interleaved.block_ms,
+    )
+    sides.append(b)
+    check_fingerprint(campaign.state.fingerprint, b.first.fingerprint)
+    return b
+
+
+def _first_outcome(
+    campaign: Campaign, target: Target, standard: Standard, b: Side, prior: Evidence | None
+) -> Outcome:
+    """The evidence that the candidate's first pass (side B's) starts or adds to."""
+    if prior is not None and prior.mode != b.mode:
+        prior = None  # the harness changed its way of measuring: a new body of evidence
+    evidence = evidence_for(target, campaign.manifest.decision_policy, b.mode, prior)
+    evidence.runs.append(dict(b.first.score.values))
+    if b.first.score.failing:
+        evidence.failed = list(b.first.score.failing)
+    return Outcome(evidence, standard, [b.first])
 
 
 def require_reference_passes(first: Measurement) -> None:
@@ -149,27 +161,20 @@ def require_reference_passes(first: Measurement) -> None:
         )
 
 
-def side_means(pairs: list[Pair], labels: list[str]) -> tuple[dict[str, float], dict[str, float]]:
-    def means(side: str) -> dict[str, float]:
-        return {label: geomean(getattr(p, side)[label] for p in pairs) for label in labels}
-
-    return means("a"), means("b")
-
-
 def sample_pairs(
     campaign: Campaign,
     sides: tuple[Side, Side],
     shapes: list[dict[str, Any]],
-    floors: dict[str, float],
+    standard: Standard | None,
     evidence: Evidence,
     say: Say,
     *,
     pairs_wanted: int | None = None,
 ) -> list[str]:
-    """Add pairs to EVIDENCE until the judgement is settled (or PAIRS_WANTED pairs, for the A/A
-    calibration); return the candidate's FAIL labels if a block failed."""
-    manifest = campaign.manifest
-    settings, limits = manifest.interleaved, manifest.thresholds
+    """Add pairs to EVIDENCE until its verdict against STANDARD is settled (or PAIRS_WANTED
+    pairs, for the A/A calibration, which judges nothing); return the candidate's FAIL labels if
+    a block failed."""
+    settings = campaign.manifest.interleaved
     a, b = sides
     workers = a.mode == b.mode == "worker"
     fewest, most = (
@@ -189,26 +194,9 @@ def sample_pairs(
             # a quad's first block (the switch from the previous shape).
             odd = (len(evidence.pairs) + 1) % 2
             order = ("ABBA" if odd else "BAAB") if workers else ("AB" if odd else "BA")
-            seen: dict[str, dict[str, list[float]]] = {
-                "A": defaultdict(list),
-                "B": defaultdict(list),
-            }
-            for group in groups:
-                for index, name in enumerate(order):
-                    side, idle = (a, b) if name == "A" else (b, a)
-                    # The idle side is stopped while this one measures: a thread of its harness
-                    # could otherwise slow this side down (kgit/engine/holding.py).
-                    idle.hold()
-                    side.release()
-                    # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
-                    relocate = workers and order.index(name) == index
-                    run = side.block(group, settings.block_ms, quiet, relocate=relocate)
-                    if run.score.failing:
-                        if side is b:
-                            return list(run.score.failing)
-                        require_reference_passes(run)
-                    for label, value in run.score.values.items():
-                        seen[name][label].append(value)
+            seen, failing = _sample_quad(sides, groups, order, settings.block_ms, quiet)
+            if failing:
+                return failing
             pair = {name: {label: geomean(seen[name][label]) for label in labels} for name in "AB"}
             evidence.pairs.append({"a": pair["A"], "b": pair["B"]})
             new += 1
@@ -219,10 +207,9 @@ def sample_pairs(
                 f"{new} of at most {limit} now): B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
             )
             # A validation adds two pairs at least, pooled or not; then it stops once settled.
-            if pairs_wanted is None and len(evidence.pairs) >= fewest and new >= 2:
-                pairs = [Pair(p["a"], p["b"]) for p in evidence.pairs]
-                judged = judge_pairs(pairs, labels, floors, settings, limits)
-                if judged.settled or time.monotonic() - start >= settings.budget_s:
+            if standard is not None and len(evidence.pairs) >= fewest and new >= 2:
+                settled = decide(evidence, standard, pairs_rule).settled
+                if settled or time.monotonic() - start >= settings.budget_s:
                     break
         return []
 
@@ -230,3 +217,34 @@ def sample_pairs(
     for side in sides:  # both go on: what follows (a next call, closing) needs them running
         side.release()
     return failing
+
+
+def _sample_quad(
+    sides: tuple[Side, Side],
+    groups: list[list[dict[str, Any]]],
+    order: str,
+    block_ms: float,
+    quiet: Say,
+) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
+    """One pair's blocks of each group, the sides in ORDER: the values each side ("A", "B")
+    read per shape, and the candidate's FAIL labels if one of its blocks failed."""
+    a, b = sides
+    workers = a.mode == b.mode == "worker"
+    seen: dict[str, dict[str, list[float]]] = {"A": defaultdict(list), "B": defaultdict(list)}
+    for group in groups:
+        for index, name in enumerate(order):
+            side, idle = (a, b) if name == "A" else (b, a)
+            # The idle side is stopped while this one measures: a thread of its harness
+            # could otherwise slow this side down (kgit/engine/holding.py).
+            idle.hold()
+            side.release()
+            # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
+            relocate = workers and order.index(name) == index
+            run = side.block(group, block_ms, quiet, relocate=relocate)
+            if run.score.failing:
+                if side is b:
+                    return seen, list(run.score.failing)
+                require_reference_passes(run)
+            for label, value in run.score.values.items():
+                seen[name][label].append(value)
+    return seen, []

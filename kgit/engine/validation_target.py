@@ -5,15 +5,22 @@ and what a round's note records of them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kgit.engine.integrity import measured_rates
 from kgit.engine.passes import Measurement
-from kgit.judge.scoring import Score, geomean
+from kgit.judge.decision import Rule, Standard, decide
+from kgit.judge.floor import Rates
 from kgit.judge.stats import ABJudgement, Estimate
 from kgit.judge.verdict import Verdict
 from kgit.records.evidence import Evidence
+from kgit.records.manifest import Manifest
 from kgit.records.notes import RoundNote
+
+if TYPE_CHECKING:
+    from kgit.engine.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -35,11 +42,47 @@ class Target:
 
 @dataclass
 class Outcome:
-    verdict: Verdict
+    """What a validation measured (the evidence, the harness's plain passes) and what it is
+    judged against; `judge` gives it its verdict."""
+
     evidence: Evidence
+    standard: Standard
     passes: list[Measurement] = field(default_factory=list)  # the candidate's plain passes
     reference_passes: list[Measurement] = field(default_factory=list)
+    failed_where: str = ""  # where the evidence's FAIL was seen, as its reasons say it
+    verdict: Verdict = field(default_factory=lambda: Verdict("", "", []))
     judgement: ABJudgement | None = None
+
+    @property
+    def fingerprint(self) -> dict[str, str] | None:
+        """The environment the candidate's first plain pass reported."""
+        return self.passes[0].fingerprint if self.passes else None
+
+    def rates(self, metric: str) -> Rates:
+        """The rates of everything the candidate showed: its plain passes (every rate column),
+        and the METRIC's values of its runs and of its side of each pair."""
+        values = [*self.evidence.runs, *(pair["b"] for pair in self.evidence.pairs)]
+        return measured_rates(self.passes, values, metric)
+
+    def judge(self, rule: Rule, over: Sequence[str] = ()) -> None:
+        """The verdict under the policy's RULE (OVER: the physical floor's reasons)."""
+        judged = decide(
+            self.evidence, self.standard, rule, over=over, failed_where=self.failed_where
+        )
+        self.verdict, self.judgement = judged.verdict, judged.judgement
+
+
+def standard_for(
+    manifest: Manifest,
+    labels: list[str],
+    values: dict[str, float],
+    versus: str,
+    floors: dict[str, float] | None = None,
+) -> Standard:
+    """What a validation of LABELS is judged against: the reference's stored VALUES on them,
+    the campaign's thresholds and settings, the policy's FLOORS; VERSUS names the reference."""
+    reference = {label: values[label] for label in labels if label in values}
+    return Standard(reference, manifest.thresholds, manifest.interleaved, floors or {}, versus)
 
 
 def ran_workers(baseline: RoundNote | None) -> bool:
@@ -55,10 +98,6 @@ def evidence_for(target: Target, policy: str, mode: str, prior: Evidence | None)
     return evidence
 
 
-def scores_of(runs: list[dict[str, float]], labels: list[str]) -> list[Score]:
-    return [Score(dict(run), [], geomean(run[label] for label in labels)) for run in runs]
-
-
 def estimate_dict(e: Estimate) -> dict[str, Any]:
     """An estimate as the note records it, with the smallest change it could have called."""
     return {
@@ -70,7 +109,7 @@ def estimate_dict(e: Estimate) -> dict[str, Any]:
     }
 
 
-def statistics_dict(outcome: Outcome) -> dict[str, Any]:
+def statistics_dict(outcome: Outcome, policy: Policy) -> dict[str, Any]:
     """What the note shows of the judged evidence."""
     evidence, judged = outcome.evidence, outcome.judgement
     data: dict[str, Any] = {
@@ -82,10 +121,7 @@ def statistics_dict(outcome: Outcome) -> dict[str, Any]:
         "seconds": evidence.seconds,
         "runs": len(evidence.runs),
     }
-    if evidence.policy == "interleaved":
-        data["pairs"] = len(evidence.pairs)
-        if evidence.block_ms:
-            data["block_ms"] = evidence.block_ms
+    data.update(policy.statistics(evidence))
     if judged is not None:
         data["aggregate"] = estimate_dict(judged.aggregate)
         data["shapes"] = {label: estimate_dict(e) for label, e in judged.shapes.items()}

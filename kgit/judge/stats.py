@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from kgit.judge.scoring import geomean
 
 if TYPE_CHECKING:
     from kgit.records.manifest import Interleaved, Thresholds
@@ -93,6 +96,20 @@ class Pair:
 
     a: dict[str, float]
     b: dict[str, float]
+
+
+def pairs_of(recorded: Iterable[Mapping[str, dict[str, float]]]) -> list[Pair]:
+    """The pairs as the evidence records them (`{"a": ..., "b": ...}`, kgit/records/evidence.py)."""
+    return [Pair(p["a"], p["b"]) for p in recorded]
+
+
+def side_means(pairs: list[Pair], labels: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """Per shape, the geometric mean of each side's values over PAIRS: (reference, candidate)."""
+
+    def means(side: str) -> dict[str, float]:
+        return {label: geomean(getattr(p, side)[label] for p in pairs) for label in labels}
+
+    return means("a"), means("b")
 
 
 def log_ratios(pairs: list[Pair], label: str) -> list[float]:

@@ -9,6 +9,7 @@ mean gain is over 1% and its standard deviation under half of it.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kgit.judge.scoring import Score, geomean, pct
@@ -79,6 +80,12 @@ def correctness_verdict(failing: list[str], reference: dict[str, float]) -> Verd
     )
 
 
+def fail_reasons(labels: Iterable[str], where: str = "") -> list[str]:
+    """What the correctness gate says of each shape of LABELS that FAILed (WHERE: in which
+    measurement, when it matters)."""
+    return [f"shape {label}: Check FAIL{where}" for label in labels]
+
+
 def scope_verdict(outside: list[str], sources: list[str]) -> Verdict:
     """One round, one change to the kernel: files outside `kernel_source` are not measured by
     anything and may change what the gate or the harness sees."""
@@ -145,7 +152,7 @@ def mean_values(runs: list[Score]) -> dict[str, float]:
 def _failures(runs: list[Score]) -> list[str]:
     failing: list[str] = []
     for index, run in enumerate(runs, 1):
-        failing += [f"shape {label}: Check FAIL (run {index})" for label in run.failing]
+        failing += fail_reasons(run.failing, f" (run {index})")
     return failing
 
 
@@ -182,40 +189,47 @@ def seed_verdict(
         return verdict(
             ROLLED_BACK, NOT_IMPROVED, [f"aggregate not improved: {gain:+.3f}% vs {versus}"]
         )
+    noise_reason: list[str] = []
     if gain < limits.noise_band_pct:
-        if len(runs) < limits.noise_min_runs:
-            return verdict(
-                REMEASURE,
-                NEEDS_RUNS,
-                [
-                    f"gain {gain:+.3f}% is under the {limits.noise_band_pct}% noise band: "
-                    f"re-measuring ({len(runs)} of {limits.noise_min_runs} runs)"
-                ],
-            )
-        mean = statistics.fmean(gains)
-        std = statistics.stdev(gains) if len(gains) > 1 else 0.0
-        noise = f"mean gain {mean:+.3f}% ± {std:.3f}% over {len(runs)} runs"
-        if mean <= limits.noise_min_mean_pct:
-            return verdict(
-                ROLLED_BACK,
-                WITHIN_NOISE,
-                [f"within noise: {noise} (needs > {limits.noise_min_mean_pct}%)"],
-            )
-        if std >= limits.noise_max_std_ratio * mean:
-            return verdict(
-                ROLLED_BACK,
-                WITHIN_NOISE,
-                [
-                    f"within noise: {noise} (stddev must be under {limits.noise_max_std_ratio:g}× the gain)"
-                ],
-            )
-        noise_reason = [f"gain holds under re-measure: {noise}"]
-    else:
-        noise_reason = []
+        decision, cause, noise_reason = _noise_rule(gain, gains, limits)
+        if decision:
+            return verdict(decision, cause, noise_reason)
     decision, cause, reasons = _shape_rule(deltas, limits.core_regression_pct)
     return verdict(
         decision, cause, [f"aggregate improved: {gain:+.3f}% vs {versus}", *noise_reason, *reasons]
     )
+
+
+def _noise_rule(gain: float, gains: list[float], limits: Thresholds) -> tuple[str, str, list[str]]:
+    """The noise rule on a gain under the band, over the runs' GAINS: re-measure, roll back, or
+    hold (an empty decision, with the reason it holds)."""
+    if len(gains) < limits.noise_min_runs:
+        return (
+            REMEASURE,
+            NEEDS_RUNS,
+            [
+                f"gain {gain:+.3f}% is under the {limits.noise_band_pct}% noise band: "
+                f"re-measuring ({len(gains)} of {limits.noise_min_runs} runs)"
+            ],
+        )
+    mean = statistics.fmean(gains)
+    std = statistics.stdev(gains) if len(gains) > 1 else 0.0
+    noise = f"mean gain {mean:+.3f}% ± {std:.3f}% over {len(gains)} runs"
+    if mean <= limits.noise_min_mean_pct:
+        return (
+            ROLLED_BACK,
+            WITHIN_NOISE,
+            [f"within noise: {noise} (needs > {limits.noise_min_mean_pct}%)"],
+        )
+    if std >= limits.noise_max_std_ratio * mean:
+        return (
+            ROLLED_BACK,
+            WITHIN_NOISE,
+            [
+                f"within noise: {noise} (stddev must be under {limits.noise_max_std_ratio:g}× the gain)"
+            ],
+        )
+    return "", "", [f"gain holds under re-measure: {noise}"]
 
 
 def _shape_rule(deltas: dict[str, float], limit: float) -> tuple[str, str, list[str]]:
@@ -269,30 +283,30 @@ def interleaved_verdict(
             INCONCLUSIVE: (INCONCLUSIVE_GAIN, "inconclusive within the budget: never accepted"),
         }[agg.call]
         return verdict(ROLLED_BACK, cause, [why])
-    core = 1.0 - limits.core_regression_pct / 100.0
-    regressed = {s: e for s, e in judgement.shapes.items() if e.call == WORSE and e.ratio <= core}
-    unsure = {
-        s: judgement.shapes[s]
-        for s in unsure_regressions(judgement.shapes, limits.core_regression_pct)
-    }
-    traded = {s: e for s, e in judgement.shapes.items() if e.call == WORSE and e.ratio > core}
+    return verdict(*_called_shape_rule(judgement.shapes, limits.core_regression_pct))
+
+
+def _called_shape_rule(shapes: dict[str, Estimate], limit: float) -> tuple[str, str, list[str]]:
+    """Rule 3 on the shapes' called changes, once the aggregate is called better."""
+    core = 1.0 - limit / 100.0
+    regressed = {s: e for s, e in shapes.items() if e.call == WORSE and e.ratio <= core}
+    unsure = {s: shapes[s] for s in unsure_regressions(shapes, limit)}
+    traded = {s: e for s, e in shapes.items() if e.call == WORSE and e.ratio > core}
     if regressed:
-        return verdict(
-            ROLLED_BACK,
-            CORE_REGRESSION,
-            [f"core shape down ≥{limits.core_regression_pct:g}%: {_list(regressed)}"],
-        )
+        return ROLLED_BACK, CORE_REGRESSION, [f"core shape down ≥{limit:g}%: {_list(regressed)}"]
     if unsure:
-        return verdict(
+        return (
             ROLLED_BACK,
             CORE_REGRESSION,
-            [f"cannot rule out a ≥{limits.core_regression_pct:g}% drop: {_list(unsure)}"],
+            [f"cannot rule out a ≥{limit:g}% drop: {_list(unsure)}"],
         )
     if traded:
-        return verdict(
-            ACCEPTED_TRADEOFF, TRADE_OFF, [f"trade-off, shapes significantly down: {_list(traded)}"]
+        return (
+            ACCEPTED_TRADEOFF,
+            TRADE_OFF,
+            [f"trade-off, shapes significantly down: {_list(traded)}"],
         )
-    return verdict(ACCEPTED, IMPROVED, ["no shape significantly down"])
+    return ACCEPTED, IMPROVED, ["no shape significantly down"]
 
 
 def _pct(ratio: float) -> str:

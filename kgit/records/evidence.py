@@ -12,7 +12,7 @@ from kgit.records.notes import _known
 
 @dataclass
 class Evidence:
-    policy: str  # "seed" or "interleaved"
+    policy: str  # the decision policy that measured it: a name of kgit/records/policies.py
     mode: str  # "worker" (blocks of a measuring worker), "pass" (whole harness passes)
     tree: str  # the candidate's tree: evidence is about these files, not a commit's name
     reference: str  # the commit the candidate was compared with

@@ -19,6 +19,7 @@ from kgit.records.manifest_schema import (
     THRESHOLDS_SCHEMA,
     USER_KEY_PREFIX,
 )
+from kgit.records.policies import POLICIES
 
 
 def _key_path(path: Any) -> str:
@@ -32,7 +33,9 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
     # jsonschema pulls in ~100 ms of imports: only manifests being validated pay for it.
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(SCHEMA)
+    # The policies a manifest may name are the table's rows as they are now.
+    properties = {**SCHEMA["properties"], "decision_policy": {"enum": list(POLICIES)}}
+    validator = jsonschema.Draft202012Validator({**SCHEMA, "properties": properties})
     problems = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
         if error.validator == "additionalProperties":

@@ -123,7 +123,7 @@ SCHEMA: dict[str, Any] = {
         "max_iterations": {"type": "integer", "minimum": 1, "maximum": MAX_ITERATIONS_LIMIT - 1},
         "timeout_s": {"type": "number", "exclusiveMinimum": 0},
         "protected_paths": _STRING_LIST,
-        "decision_policy": {"enum": ["seed", "interleaved"]},
+        "decision_policy": {"type": "string"},  # one of the table's (kgit/records/policies.py)
         "thresholds": THRESHOLDS_SCHEMA,
         "interleaved": INTERLEAVED_SCHEMA,
         "peaks": _PEAKS_SCHEMA,

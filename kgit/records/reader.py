@@ -39,6 +39,10 @@ class RecordReader(Protocol):
         """The record ref's commit the campaign was read from."""
         ...
 
+    def policy_words(self) -> str:
+        """The campaign's decision policy in a few words (its module says them)."""
+        ...
+
     def best_commit(self) -> str:
         """The best line's tip, as it was when the campaign was read."""
         ...

@@ -143,6 +143,7 @@ def report_data(campaign: RecordReader, plots: list[Path] | None = None) -> dict
         "gate_audit": _gate_audit(campaign),
         "plots": [str(p) for p in plots or []],
         "_views": views,  # for the plots; dropped from the JSON
+        "_policy_words": campaign.policy_words(),
         "_baseline_full_aggregate": base_agg,
     }
 
@@ -160,7 +161,6 @@ def _target_blocks(data: dict[str, Any]) -> list[Block]:
         s["label"] + (f" ({s['M']}×{s['N']}×{s['K']})" if {"M", "N", "K"} <= set(s) else "")
         for s in t["shapes"]
     )
-    th = t["thresholds"]
     return [
         Heading(2, "Target"),
         Bullets(
@@ -169,7 +169,7 @@ def _target_blocks(data: dict[str, Any]) -> list[Block]:
                 + (f" ({t['lang']})" if t["lang"] else "")
                 + f", GPU: {t['gpu'] or 'not recorded'}, {t['execution_mode']}",
                 f"Primary metric: **{t['metric']}** (geomean over PASS shapes)",
-                f"Decision policy: `{t['policy']}` ({_policy_words(t['policy'], th)})",
+                f"Decision policy: `{t['policy']}` ({data['_policy_words']})",
                 f"Target shapes ({len(t['shapes'])}): {shapes}",
                 "Representative (quick) shapes: " + (", ".join(t["representative_shapes"]) or "-"),
                 "Kernel source: " + (", ".join(f"`{p}`" for p in t["kernel_source"]) or "-"),
@@ -405,13 +405,3 @@ def plots_for(data: dict[str, Any], campaign: RecordReader, folder: Path) -> lis
         data["best_vs_baseline"],
         campaign.best_line(),
     )
-
-
-def _policy_words(policy: str, th: dict[str, Any]) -> str:
-    core = th["core_regression_pct"]
-    if policy == "interleaved":
-        return (
-            "A/B pairs against the best line, each shape judged past its calibrated noise "
-            f"floor; a core shape that may be down ≥{core}% rolls back"
-        )
-    return f"core shape down ≥{core}% rolls back; improvements under {th['noise_band_pct']}% re-measured"

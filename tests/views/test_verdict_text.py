@@ -28,9 +28,11 @@ def test_a_paired_change_is_not_printed_as_the_first_pass_against_the_best() -> 
 
 
 def test_the_report_names_the_policy_in_its_own_words() -> None:
-    from kgit.views.report import _policy_words
+    """Each policy's module says what the report shows of it (kgit/engine/policy.py)."""
+    from kgit.engine.policy import policy_named
+    from kgit.records.manifest import Thresholds
 
-    th = {"core_regression_pct": 5.0, "noise_band_pct": 2.0}
-    assert "re-measured" in _policy_words("seed", th)
-    interleaved = _policy_words("interleaved", th)
+    th = Thresholds(core_regression_pct=5.0, noise_band_pct=2.0)
+    assert "re-measured" in policy_named("seed").words(th)
+    interleaved = policy_named("interleaved").words(th)
     assert "A/B pairs" in interleaved and "re-measured" not in interleaved
