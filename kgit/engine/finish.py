@@ -29,7 +29,6 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.final_branch import FinalCommit, final_branch, final_commits, write_final_branch
-from kgit.engine.gate import Say
 from kgit.engine.integrity import impossible, measured_rates, rule11_findings
 from kgit.engine.passes import (
     HarnessError,
@@ -47,6 +46,7 @@ from kgit.errors import KgitError
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
+from kgit.progress import Say
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote, in_line_order
 
 Confirm = Callable[[list[str]], bool]

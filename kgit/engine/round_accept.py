@@ -8,7 +8,7 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.follow import follow_branch
-from kgit.engine.gate import Say, ensure_gated
+from kgit.engine.gate import ensure_gated
 from kgit.engine.integrity import impossible, rule11_findings
 from kgit.engine.passes import best_values
 from kgit.engine.recovery import interrupted_close
@@ -30,6 +30,7 @@ from kgit.engine.seal import require_unchanged
 from kgit.engine.trust import require_trusted
 from kgit.engine.validation import rejudge
 from kgit.errors import KgitError
+from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.gate import Say
 from kgit.engine.passes import require_clean
 from kgit.engine.recovery import interrupted_close
 from kgit.engine.round_accept import accept_under_lock
@@ -19,6 +18,7 @@ from kgit.engine.rounds import (
     require_still_open,
 )
 from kgit.errors import KgitError, UsageError
+from kgit.progress import Say
 from kgit.records.notes import ACCEPT, ROLLBACK, ROLLED_BACK, OpenRound, RoundNote
 
 

@@ -9,7 +9,7 @@ import statistics
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.gate import Say, ensure_gated
+from kgit.engine.gate import ensure_gated
 from kgit.engine.integrity import impossible, measured_rates, rule11_findings
 from kgit.engine.passes import HarnessError, Measurement, best_values, device_reasons
 from kgit.engine.rounds import (
@@ -41,6 +41,7 @@ from kgit.judge.verdict import (
     rule11_verdict,
     scope_verdict,
 )
+from kgit.progress import Say
 from kgit.records.notes import ERROR, VALIDATED, RoundNote, ShapeResult
 
 

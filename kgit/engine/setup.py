@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from kgit.engine.campaign import Campaign, list_campaigns, now
-from kgit.engine.gate import Say, frozen_files, gate_failure, gate_files, record_gate, run_tests
+from kgit.engine.gate import frozen_files, gate_failure, gate_files, record_gate, run_tests
 from kgit.engine.gate_audit import audit_at_baseline
 from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.integrity import impossible, measured_rates
@@ -21,7 +21,7 @@ from kgit.gitdoor import Repo
 from kgit.judge.floor import campaign_floor
 from kgit.judge.representative import pick_representative
 from kgit.judge.scoring import Score, diagnostics, geomean
-from kgit.progress import warn
+from kgit.progress import Say, warn
 from kgit.records.manifest import Manifest
 from kgit.records.names import HARNESS_DIR, CampaignRefs, validate_campaign_name
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
-from kgit.engine.passes import Say, check_fingerprint, measure
+from kgit.engine.passes import check_fingerprint, measure
 from kgit.engine.validation_interleaved import floors_for, measure_interleaved
 from kgit.engine.validation_target import Outcome, Target, evidence_for, ran_workers, scores_of
 from kgit.engine.worktree import measuring_tree, require_pristine
@@ -38,6 +38,7 @@ from kgit.judge.verdict import (
     interleaved_verdict,
     seed_verdict,
 )
+from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.notes import ROLLED_BACK
 
