@@ -29,7 +29,6 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.final_branch import FinalCommit, final_branch, final_commits, write_final_branch
-from kgit.engine.integrity import impossible, measured_rates, rule11_findings
 from kgit.engine.passes import (
     HarnessError,
     Measurement,
@@ -37,6 +36,8 @@ from kgit.engine.passes import (
     measure,
     require_clean,
 )
+from kgit.engine.physical_floor import impossible, measured_rates
+from kgit.engine.rule11_scan import rule11_findings
 from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
 from kgit.engine.trust import require_trusted

@@ -9,8 +9,8 @@ from typing import Any
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.follow import follow_branch
 from kgit.engine.gate import ensure_gated
-from kgit.engine.integrity import impossible, rule11_findings
 from kgit.engine.passes import best_values
+from kgit.engine.physical_floor import impossible
 from kgit.engine.recovery import interrupted_close
 from kgit.engine.rounds import (
     active_labels,
@@ -27,6 +27,7 @@ from kgit.engine.rounds import (
     round_at,
     stale_base,
 )
+from kgit.engine.rule11_scan import rule11_findings
 from kgit.engine.seal import require_unchanged
 from kgit.engine.validation import rejudge
 from kgit.errors import KgitError

@@ -10,8 +10,9 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.gate import ensure_gated
-from kgit.engine.integrity import impossible, measured_rates, rule11_findings
 from kgit.engine.passes import HarnessError, Measurement, best_values, device_reasons
+from kgit.engine.physical_floor import impossible, measured_rates
+from kgit.engine.pyenv import environment
 from kgit.engine.rounds import (
     active_labels,
     commit_words,
@@ -22,8 +23,8 @@ from kgit.engine.rounds import (
     require_on_best,
     round_at,
 )
+from kgit.engine.rule11_scan import rule11_findings
 from kgit.engine.runner import run_command
-from kgit.engine.setup import environment
 from kgit.engine.validation import validate
 from kgit.engine.validation_target import Outcome, Target, ran_workers, statistics_dict
 from kgit.errors import KgitError
