@@ -14,7 +14,11 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import IO
+
+# What a step is handed to report its progress: `say` below, a quiet stand-in or a test's list.
+Say = Callable[[str], None]
 
 CLEAR = "\r\033[K"
 REDRAW_S = 0.5

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -150,10 +151,67 @@ def commit(
     )
 
 
+class Built:
+    """The folders a fixture built, kept once a session and laid again in each later test's
+    tmp_path: a campaign's baseline and rounds, through the CLI as a user runs them, are most of
+    what many fixtures cost, and a copy is the same repository.
+
+    A copy is moved, and git keeps absolute paths in three kinds of files: a linked work tree's
+    `.git` file, its `gitdir` in the main repository (kgit's measuring trees are linked work
+    trees), and `config` (a remote beside the repository). Those are rewritten for the new
+    folder; nothing else a campaign stores names its folder (the tether of kgit's processes
+    names the git folder, so a test's kgit never takes another's for its own)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.built_in: dict[str, Path] = {}
+
+    def lay(self, key: str, tmp_path: Path, build: Callable[[], object]) -> None:
+        """TMP_PATH as BUILD leaves it: built here the first time KEY is asked for, copied
+        from that first build afterwards (what TMP_PATH already holds of it is replaced)."""
+        kept = self.root / key
+        if key not in self.built_in:
+            build()
+            shutil.copytree(tmp_path, kept, symlinks=True)
+            self.built_in[key] = tmp_path
+            return
+        here = Path.cwd()
+        for entry in kept.iterdir():
+            target = tmp_path / entry.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, target, symlinks=True)
+            else:
+                shutil.copy2(entry, target, follow_symlinks=False)
+        _relocate(tmp_path, f"{self.built_in[key]}/", f"{tmp_path}/")
+        os.chdir(here)  # a folder of the same name, laid again
+
+
+def _relocate(folder: Path, old: str, new: str) -> None:
+    """Git's absolute paths under FOLDER that start with OLD made to start with NEW."""
+    for path in folder.rglob("*"):
+        linked_tree = path.name == ".git" and path.is_file()
+        tree_link = path.name == "gitdir" and path.parent.parent.name == "worktrees"
+        if (linked_tree or tree_link or path.name == "config") and not path.is_symlink():
+            text = path.read_text()
+            if old in text:
+                path.write_text(text.replace(old, new))
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return Built(tmp_path_factory.mktemp("built"))
+
+
 @pytest.fixture
-def campaign(kernel_repo: Path) -> Path:
+def campaign(kernel_repo: Path, built: Built, tmp_path: Path) -> Path:
     """kernel_repo with campaign `c1` initialised and its baseline recorded."""
-    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
-    result = run_kgit("baseline")
-    assert result.code == 0, result
+
+    def build() -> None:
+        assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+        result = run_kgit("baseline")
+        assert result.code == 0, result
+
+    built.lay("campaign", tmp_path, build)
     return kernel_repo

@@ -94,7 +94,7 @@ def init(
         require_complete,
         write_template,
     )
-    from kgit.engine.setup import init_campaign
+    from kgit.engine.init import init_campaign
     from kgit.records.manifest import load_manifest_fields, parse_manifest
     from kgit.records.yamltext import read_text_capped
 
@@ -152,7 +152,7 @@ def baseline(obj: Ctx, as_json: bool) -> None:
     Freezes the CSV header and the protected files (the harness), and picks the 3-5
     representative shapes that quick validation will use.
     """
-    from kgit.engine.setup import baseline as run_baseline
+    from kgit.engine.baseline import baseline as run_baseline
 
     obj.long_step()
     result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet)

@@ -30,11 +30,11 @@ from kgit.engine.audit_run import (
 )
 from kgit.engine.audit_tree import extra_tree, gate_env, gate_with, parallel_trees
 from kgit.engine.campaign import Campaign
-from kgit.engine.gate import Say
 from kgit.engine.launches import baseline_log, read_launches, recording
 from kgit.engine.runner import CommandResult, start_command
 from kgit.judge.mutants import CPP_SUFFIXES, PYTHON_SUFFIXES, Mutant, draw
 from kgit.judge.reach import Reach, describe, reach_of, unrelated_tests
+from kgit.progress import Say
 from kgit.records.gate_audit import (
     BELOW_TOLERANCE,
     CAUGHT,

@@ -28,12 +28,12 @@ from pathlib import Path
 
 from kgit.engine.audit_tree import gate_env, mutant_env, reset, write_file
 from kgit.engine.campaign import Campaign
-from kgit.engine.gate import Say
 from kgit.engine.launches import read_launches, recording
 from kgit.engine.runner import CommandResult, Started, harness_command, start_command
 from kgit.judge.mutants import TAIL_KINDS, Mutant
 from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach
 from kgit.judge.tolerance import FACTOR, FLOOR, below_tolerance
+from kgit.progress import Say
 from kgit.records.gate_audit import (
     BELOW_TOLERANCE,
     CAUGHT,

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.gate import Say
 from kgit.engine.passes import harness_env
 from kgit.engine.runner import CommandResult, run_command
 from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
+from kgit.progress import Say
 
 SIDE = "audit"
 

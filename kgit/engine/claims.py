@@ -22,7 +22,6 @@ import socket
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.gate import Say
 from kgit.engine.hypotheses import Hypothesis
 from kgit.engine.parallel import check_out_in_worktree
 from kgit.engine.publish import Link
@@ -30,6 +29,7 @@ from kgit.engine.round_rollback import rollback_round
 from kgit.engine.rounds import StartFiles
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
+from kgit.progress import Say
 from kgit.records.claims import CLAIMS_DIR, Claim, claim_path
 
 

@@ -20,7 +20,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -28,11 +28,10 @@ from typing import IO
 from kgit.engine.orphans import kill_left_behind
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, locks
+from kgit.progress import Say
 
 TIMEOUT_ENV = "KGIT_DEVICE_LOCK_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 3600.0
-
-Say = Callable[[str], None]
 
 # Depth of the locks this process holds, by key: a harness pass inside an interleaved session
 # takes the lock its session already holds (flock would block on a second open of the file).

@@ -15,7 +15,6 @@ from typing import Any
 
 from kgit.engine import seal
 from kgit.engine.campaign import Campaign, NoteCache
-from kgit.engine.gate import Say
 from kgit.engine.recovery import (
     RoundBranch,
     closed_round_checked_out,
@@ -23,6 +22,7 @@ from kgit.engine.recovery import (
     stray_round_branches,
 )
 from kgit.errors import KgitError
+from kgit.progress import Say
 from kgit.records.notes import (
     ACCEPT,
     ACCEPTING,

@@ -29,8 +29,6 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.final_branch import FinalCommit, final_branch, final_commits, write_final_branch
-from kgit.engine.gate import Say
-from kgit.engine.integrity import impossible, rule11_findings
 from kgit.engine.passes import (
     HarnessError,
     Measurement,
@@ -38,7 +36,9 @@ from kgit.engine.passes import (
     measure,
     require_clean,
 )
+from kgit.engine.physical_floor import impossible
 from kgit.engine.policy import Policy, policy_of
+from kgit.engine.rule11_scan import rule11_findings
 from kgit.engine.runner import run_command
 from kgit.engine.seal import drifts, problem
 from kgit.engine.trust import require_trusted
@@ -48,6 +48,7 @@ from kgit.errors import KgitError
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
+from kgit.progress import Say
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote, in_line_order
 
 Confirm = Callable[[list[str]], bool]

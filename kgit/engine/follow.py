@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.engine.passes import Say
 from kgit.errors import GitError
 from kgit.gitdoor import Repo, open_repo
+from kgit.progress import Say
 
 
 def other_trees_on(repo: Repo, branch: str) -> list[Repo]:

@@ -16,7 +16,6 @@ on the notes ref passes nothing.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
@@ -26,10 +25,9 @@ from kgit.engine.worktree import measuring_tree
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.judge.gate_reads import GateReads, gate_reads
+from kgit.progress import Say
 from kgit.records.manifest import Manifest
 from kgit.records.notes import CLEAN_CHECKOUT, WORK_TREE, GateNote
-
-Say = Callable[[str], None]
 
 
 def say_stderr(message: str) -> None:

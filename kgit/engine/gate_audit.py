@@ -29,14 +29,14 @@ from typing import Any
 from kgit.engine.audit_modes import AuditRun
 from kgit.engine.audit_tree import exclusive, reset, scratch_tree, tree_path
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.gate import Say, gate_files
+from kgit.engine.gate import gate_files
 from kgit.engine.trust import require_trusted
 from kgit.errors import KgitError
 from kgit.judge.mutants import PYTHON_SUFFIXES, Mutant, NotMutable, mutants_of
 from kgit.judge.mutants_python import KernelFunction, kernel_functions
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
-from kgit.progress import warn
+from kgit.progress import Say, warn
 from kgit.records.gate_audit import GateAudit
 
 MAX_SOURCE_BYTES = 1_000_000

@@ -142,7 +142,7 @@ def require_no_rewrite(repo: Repo, sides: Sides, ours: RecordAt, theirs: RecordA
         )
 
 
-# What `kgit baseline` freezes in the state: nothing after it changes them (kgit/engine/setup.py).
+# What `kgit baseline` freezes in the state: nothing after it changes them (kgit/engine/baseline.py).
 FROZEN_AT_BASELINE = (
     "base",
     "frozen_header",

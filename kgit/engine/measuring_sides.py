@@ -29,8 +29,9 @@ from kgit import progress
 from kgit.engine.campaign import Campaign
 from kgit.engine.holding import HELD_CPU_ALLOWANCE_S, Hold
 from kgit.engine.orphans import tether
-from kgit.engine.passes import HarnessError, Measurement, Say, harness_env, measure, read_run
+from kgit.engine.passes import HarnessError, Measurement, harness_env, measure, read_run
 from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
+from kgit.progress import Say
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
     HOLD_ENV,

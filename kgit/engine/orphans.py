@@ -37,11 +37,12 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from kgit.errors import KgitError
+from kgit.progress import Say
 
 OWNER_ENV = "KGIT_OWNER"
 PROC = Path("/proc")
@@ -49,8 +50,6 @@ GONE_WAIT_S = 30.0
 # A dead kgit's tethered process may itself be a kgit whose own commands show once it is killed.
 SWEEPS = 5
 ENDED = ("Z", "X")  # a zombie has ended: only its parent's wait is missing
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)

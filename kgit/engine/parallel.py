@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.passes import Say, require_clean
+from kgit.engine.passes import require_clean
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
+from kgit.progress import Say
 from kgit.records.names import parse_round_branch
 
 

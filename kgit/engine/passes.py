@@ -4,7 +4,6 @@ preconditions every state-changing command shares."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint,
 from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo
 from kgit.judge.scoring import Score, score
+from kgit.progress import Say
 from kgit.records.notes import RoundNote, in_line_order
 from kgit.records.protocol import (
     MEMORY_SHARE_ENV,
@@ -26,8 +26,6 @@ from kgit.records.protocol import (
 )
 from kgit.records.schema import BenchTable, parse_bench_csv
 from kgit.resources import package_home
-
-Say = Callable[[str], None]
 
 
 class HarnessError(KgitError):

@@ -17,10 +17,10 @@ from kgit.records.policies import POLICIES
 
 if TYPE_CHECKING:
     from kgit.engine.campaign import Campaign
-    from kgit.engine.passes import Say
     from kgit.engine.validation_baseline import Calibrated, Pick
     from kgit.engine.validation_target import Outcome, Target
     from kgit.judge.decision import Judged, Standard
+    from kgit.progress import Say
     from kgit.records.evidence import Evidence
     from kgit.records.manifest import Manifest, Thresholds
 

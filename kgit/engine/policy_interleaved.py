@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
-from kgit.engine.passes import Say
 from kgit.engine.validation_baseline import calibrate
 from kgit.engine.validation_interleaved import floors_for, measure_interleaved
 from kgit.engine.validation_target import Outcome, Target
 from kgit.engine.worktree import measuring_tree
 from kgit.judge.decision import pairs_rule
+from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Thresholds
 

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from kgit.engine import passes
 from kgit.engine.campaign import Campaign
-from kgit.engine.passes import Say, check_fingerprint
+from kgit.engine.passes import check_fingerprint
 from kgit.engine.validation_baseline import Calibrated, Pick
 from kgit.engine.validation_target import Outcome, Target, evidence_for, standard_for
 from kgit.engine.worktree import require_pristine
 from kgit.judge.decision import decide, seed_rule
+from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Thresholds
 

@@ -11,6 +11,9 @@ there (`*.pth`, `sitecustomize.py`, `usercustomize.py`) are hashed into the envi
 fingerprint: one added or changed between the baseline and a round is an environment change,
 refused like another GPU. The probe runs outside the harness's process, where a kernel cannot
 answer for it.
+
+Beside it, `environment`: the host and interpreter kgit itself runs on, as a round's note records
+them.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from kgit.gitdoor import clean_env
@@ -114,3 +119,14 @@ def _startup_files(folder: Path) -> list[Path]:
 def command_facts(command: str) -> dict[str, str]:
     python = interpreter(command)
     return python_facts(python) if python else {}
+
+
+def environment() -> dict[str, str]:
+    """The host, Python and platform kgit runs on, and its interpreter: a round's note records
+    where its verdict was reached."""
+    return {
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "kgit_python": sys.executable,
+    }

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.integrity import change_files
 from kgit.engine.policy import policy_of
+from kgit.engine.rule11_scan import change_files
 from kgit.engine.seal import problems_by_commit
 from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs

@@ -8,9 +8,9 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.follow import follow_branch
-from kgit.engine.gate import Say, ensure_gated
-from kgit.engine.integrity import impossible, rule11_findings
+from kgit.engine.gate import ensure_gated
 from kgit.engine.passes import best_values
+from kgit.engine.physical_floor import impossible
 from kgit.engine.recovery import interrupted_close
 from kgit.engine.rounds import (
     active_labels,
@@ -20,16 +20,18 @@ from kgit.engine.rounds import (
     leave_round_branch,
     links_out,
     mark_round,
-    on_round_branch,
     protected_changes,
     recorded_evidence,
+    require_on_best,
     require_still_open,
+    round_at,
     stale_base,
 )
+from kgit.engine.rule11_scan import rule11_findings
 from kgit.engine.seal import require_unchanged
-from kgit.engine.trust import require_trusted
 from kgit.engine.validation import rejudge
 from kgit.errors import KgitError
+from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
 
@@ -65,31 +67,13 @@ def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
 
 
 def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) -> dict[str, Any]:
-    require_trusted(campaign, "accept (it may run the gate)")
-    open_round, tip = on_round_branch(campaign, "accept")
-    if tip == open_round.parent:
-        raise KgitError(
-            f"round-{open_round.number} has no commit yet: nothing to accept",
-            hint=f"change the kernel, {commit_words(campaign)}, then kgit round validate",
-        )
-    note = campaign.read_round(tip)
-    if note is None or note.round != open_round.number:
-        shown = note is None and campaign.repo.note_read(campaign.refs.round_notes, tip)
-        raise KgitError(
-            f"round-{open_round.number}'s commit {tip[:10]} has no verdict kgit recorded"
-            + (
-                ": the note git shows on it was copied there (an amend or a rebase after "
-                "validate) or written by hand, and a verdict about other files than its commit "
-                "holds counts for nothing"
-                if shown
-                else ""
-            ),
-            hint="kgit round validate (after the last commit)",
-        )
-    best_tip = campaign.best_tip()
-    interrupted = interrupted_close(open_round, tip, best_tip, note.status)
-    if interrupted is None and not campaign.repo.is_ancestor(best_tip, tip):
-        raise stale_base(campaign, open_round, best_tip, "accept")
+    hint = f"change the kernel, {commit_words(campaign)}, then kgit round validate"
+    at = round_at(campaign, "accept", trusted_for="accept (it may run the gate)", commit_hint=hint)
+    open_round, tip = at.open_round, at.tip
+    note = _recorded_note(campaign, open_round, tip)
+    interrupted = interrupted_close(open_round, tip, at.best_tip, note.status)
+    if interrupted is None:
+        require_on_best(campaign, at, "accept")
     if interrupted == ROLLBACK:
         raise KgitError(
             f"round-{note.round} is being rolled back (an earlier rollback was interrupted)",
@@ -106,6 +90,36 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             hint='kgit round rollback --reason "..." (the commit stays reachable)',
             details="\n".join(note.reasons),
         )
+    evidence = _evidence_that_accepts(campaign, note, tip)
+    _require_change_allowed(campaign, evidence, tip)
+    _require_real(campaign, note.round, evidence, tip)
+    ensure_gated(campaign, tip, say, echo=echo)
+    return accept_under_lock(campaign, open_round, tip, say, words=words)
+
+
+def _recorded_note(campaign: Campaign, open_round: OpenRound, tip: str) -> RoundNote:
+    """The round's note on TIP as kgit recorded it; a note that only the notes ref shows (copied
+    by an amend or a rebase, or written by hand) is none."""
+    note = campaign.read_round(tip)
+    if note is not None and note.round == open_round.number:
+        return note
+    shown = note is None and campaign.repo.note_read(campaign.refs.round_notes, tip)
+    raise KgitError(
+        f"round-{open_round.number}'s commit {tip[:10]} has no verdict kgit recorded"
+        + (
+            ": the note git shows on it was copied there (an amend or a rebase after "
+            "validate) or written by hand, and a verdict about other files than its commit "
+            "holds counts for nothing"
+            if shown
+            else ""
+        ),
+        hint="kgit round validate (after the last commit)",
+    )
+
+
+def _evidence_that_accepts(campaign: Campaign, note: RoundNote, tip: str) -> Evidence:
+    """The evidence recorded about TIP's files on the round's active shapes, measured against
+    the best line's tip, with the verdict recomputed from it: it must accept."""
     tree = campaign.repo.tree_of(tip)
     if note.tree != tree:
         raise KgitError(
@@ -135,6 +149,11 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             f"({recomputed.decision}: {'; '.join(recomputed.reasons)})",
             hint="kgit round validate records a verdict from new measurements",
         )
+    return evidence
+
+
+def _require_change_allowed(campaign: Campaign, evidence: Evidence, tip: str) -> None:
+    """The round's change may not touch a protected path nor link out of the repository."""
     changed = protected_changes(campaign, tip)
     if changed:
         raise KgitError(
@@ -147,9 +166,6 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             f"symbolic link(s) out of the repository: {', '.join(linked)}",
             hint="the code a round measures must be in git: commit the file itself, then validate",
         )
-    _require_real(campaign, note.round, evidence, tip)
-    ensure_gated(campaign, tip, say, echo=echo)
-    return accept_under_lock(campaign, open_round, tip, say, words=words)
 
 
 def _require_real(campaign: Campaign, number: int, evidence: Evidence, tip: str) -> None:

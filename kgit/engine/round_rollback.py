@@ -7,8 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.gate import Say
-from kgit.engine.passes import require_clean
 from kgit.engine.recovery import interrupted_close
 from kgit.engine.round_accept import accept_under_lock
 from kgit.engine.rounds import (
@@ -17,8 +15,10 @@ from kgit.engine.rounds import (
     leave_round_branch,
     mark_round,
     require_still_open,
+    round_at,
 )
 from kgit.errors import KgitError, UsageError
+from kgit.progress import Say
 from kgit.records.notes import ACCEPT, ROLLBACK, ROLLED_BACK, OpenRound, RoundNote
 
 
@@ -45,12 +45,9 @@ def rollback_round(
 ) -> dict[str, Any]:
     """Roll the open round back, saying why (REASON: the root cause) and what it taught (LESSON):
     both kept in its note, or in the campaign state for a round that had no commit."""
-    open_round = current_round(campaign)
-    repo = campaign.repo
-    require_clean(repo, "roll back")
-    branch = campaign.refs.round_branch(open_round.number)
-    tip = repo.rev_parse(branch) or open_round.parent
-    if interrupted_close(open_round, tip, campaign.best_tip(), None) == ACCEPT:
+    at = round_at(campaign, "roll back")
+    open_round, tip, repo = at.open_round, at.tip, campaign.repo
+    if interrupted_close(open_round, tip, at.best_tip, None) == ACCEPT:
         _undo_interrupted_accept(campaign, open_round, tip, say)
     _require_reason(campaign, open_round, tip, reason)
     with repo.write_lock():

@@ -9,23 +9,23 @@ import statistics
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.gate import Say, ensure_gated
-from kgit.engine.integrity import impossible, rule11_findings
+from kgit.engine.gate import ensure_gated
 from kgit.engine.passes import HarnessError, Measurement, best_values, device_reasons
+from kgit.engine.physical_floor import impossible
 from kgit.engine.policy import policy_of
+from kgit.engine.pyenv import environment
 from kgit.engine.rounds import (
     active_labels,
     commit_words,
     evidence_path,
     links_out,
-    on_round_branch,
     protected_changes,
     recorded_evidence,
-    stale_base,
+    require_on_best,
+    round_at,
 )
+from kgit.engine.rule11_scan import rule11_findings
 from kgit.engine.runner import run_command
-from kgit.engine.setup import environment
-from kgit.engine.trust import require_trusted
 from kgit.engine.validation import validate
 from kgit.engine.validation_target import Outcome, Target, ran_workers, statistics_dict
 from kgit.errors import KgitError
@@ -41,6 +41,7 @@ from kgit.judge.verdict import (
     rule11_verdict,
     scope_verdict,
 )
+from kgit.progress import Say
 from kgit.records.notes import ERROR, VALIDATED, OpenRound, RoundNote, ShapeResult
 
 
@@ -116,16 +117,10 @@ def _unmeasured_verdict(
 
 
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
-    require_trusted(campaign, "validate")
-    open_round, tip = on_round_branch(campaign, "validate")
-    if tip == open_round.parent:
-        raise KgitError(
-            f"round-{open_round.number} has no commit yet",
-            hint=f"make the change and {commit_words(campaign)}",
-        )
-    best_tip = campaign.best_tip()
-    if not campaign.repo.is_ancestor(best_tip, tip):
-        raise stale_base(campaign, open_round, best_tip, "validate")
+    hint = f"make the change and {commit_words(campaign)}"
+    at = round_at(campaign, "validate", trusted_for="validate", commit_hint=hint)
+    require_on_best(campaign, at, "validate")
+    open_round, tip, best_tip = at.open_round, at.tip, at.best_tip
     changed_paths = campaign.repo.changed_paths(best_tip, tip)
     # Judged before the gate runs: through a link out of the repository the gate would test
     # code git does not hold, and in kgit's clean checkout the link may point at nothing.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from kgit.engine.hooks import hooks_missing
 from kgit.engine.parallel import check_out_in_worktree, leave_for_best, require_free_worktree
 from kgit.engine.passes import require_clean
 from kgit.engine.recovery import adoptable_orphan, sweep_stray_branches
+from kgit.engine.trust import require_trusted
 from kgit.errors import KgitError, UsageError
 from kgit.judge.scope import in_kernel_source, links_out_of_repo
 from kgit.records.evidence import Evidence
@@ -70,6 +72,46 @@ def on_round_branch(campaign: Campaign, action: str) -> tuple[OpenRound, str]:
 # the files to record with the round's start (a shared queue's claim), or a KgitError to start
 # nothing.
 StartFiles = Callable[[Campaign, int], dict[str, bytes]]
+
+
+@dataclass(frozen=True)
+class RoundAt:
+    """Where a round command starts, read once before it takes any lock: the open round, its
+    branch's tip (the round's parent while it has no commit) and the best line's tip."""
+
+    open_round: OpenRound
+    tip: str
+    best_tip: str
+
+
+def round_at(
+    campaign: Campaign, action: str, *, trusted_for: str | None = None, commit_hint: str = ""
+) -> RoundAt:
+    """The start that validate, accept and rollback share. TRUSTED_FOR: the campaign's commands
+    must be approved for this (a command that may run them). COMMIT_HINT: the command judges the
+    round's commit, so the round's branch must be checked out and hold one (else refused with
+    this hint); without it (rollback) any work tree may close the round, commit or none."""
+    if trusted_for is not None:
+        require_trusted(campaign, trusted_for)
+    if commit_hint:
+        open_round, tip = on_round_branch(campaign, action)
+        if tip == open_round.parent:
+            raise KgitError(
+                f"round-{open_round.number} has no commit yet: nothing to {action}",
+                hint=commit_hint,
+            )
+    else:
+        open_round = current_round(campaign)
+        require_clean(campaign.repo, action)
+        branch = campaign.refs.round_branch(open_round.number)
+        tip = campaign.repo.rev_parse(branch) or open_round.parent
+    return RoundAt(open_round, tip, campaign.best_tip())
+
+
+def require_on_best(campaign: Campaign, at: RoundAt, action: str) -> None:
+    """Refuse to ACTION a round the best line no longer leads to (see `stale_base`)."""
+    if not campaign.repo.is_ancestor(at.best_tip, at.tip):
+        raise stale_base(campaign, at.open_round, at.best_tip, action)
 
 
 def start_round(

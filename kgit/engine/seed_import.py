@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign, list_campaigns
-from kgit.engine.setup import configure_git, install_hooks
+from kgit.engine.hooks import configure_git, install_hooks
 from kgit.engine.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.gate import Say
 from kgit.engine.publish import Link
 from kgit.gitdoor import Repo
+from kgit.progress import Say
 from kgit.records.notes import ROLLED_BACK
 
 

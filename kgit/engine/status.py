@@ -22,20 +22,15 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
     recorded = [row for row in rows if row["commit"]]
     best_tip = campaign.best_at_load or campaign.best_tip()
     best_row = next((row for row in recorded if row["commit"] == best_tip), None)
-    parsed = parse_round_branch(branch)
-    here = (
-        campaign.state.open_numbered(parsed[1]) if parsed and parsed[0] == campaign.name else None
-    )
-    open_round = here or campaign.state.open_round  # this work tree's round, else the oldest
     statuses = [row["status"] for row in rows]
-    stall = consecutive_rollbacks(statuses)
+    manifest = campaign.manifest
     data: dict[str, Any] = {
         "campaign": campaign.name,
         "target": {
-            "op": campaign.manifest.target_op,
-            "backend": campaign.manifest.target_backend,
-            "gpu": campaign.manifest.target_gpu,
-            "metric": campaign.manifest.primary_metric,
+            "op": manifest.target_op,
+            "backend": manifest.target_backend,
+            "gpu": manifest.target_gpu,
+            "metric": manifest.primary_metric,
         },
         "branch": branch,
         "baselined": campaign.state.baselined,
@@ -51,15 +46,34 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "accepted": sum(status in ACCEPTING for status in statuses),
         "rolled_back": statuses.count(ROLLED_BACK),
         "next_round": campaign.state.next_round,
-        "max_iterations": campaign.manifest.max_iterations,
+        "max_iterations": manifest.max_iterations,
         "representative_shapes": campaign.state.representative,
-        "open_round": None,
+        "open_round": _open_round(campaign, branch, recorded, best_tip),
         # Every round in flight (several at once when each has its own work tree).
         "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
+        **_stall(campaign, statuses),
+        **_left_to_repair(campaign, branch, rows),
+    }
+    data["next_step"] = next_step(data)
+    return data
+
+
+def _stall(campaign: Campaign, statuses: list[str]) -> dict[str, Any]:
+    """The rollbacks in a row, and what they call for: a finished campaign has no next round to
+    review or escalate."""
+    stall = consecutive_rollbacks(statuses)
+    return {
         "consecutive_rollbacks": stall,
-        # A finished campaign has no next round to review or escalate.
         "stagnation_review_due": stagnation_review_due(stall) and not campaign.state.finished,
         "escalation": None if campaign.state.finished else escalation(stall),
+    }
+
+
+def _left_to_repair(
+    campaign: Campaign, branch: str | None, rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """What a killed command, a clone or someone else's hand left for the user to set right."""
+    return {
         # A closed round's branch still checked out (a kill at the end of accept or rollback).
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
         # Round branches no open round owns (kgit doctor explains each).
@@ -75,34 +89,45 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         # The latest gate audit's counts and survivors (kgit gate audit), None before any.
         "gate_audit": _gate_audit(campaign),
     }
-    if open_round:
-        tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
-        has_commit = tip is not None and tip != open_round.parent
-        # The round's own verdict: with no commit yet the tip is the best line's commit, whose
-        # row is an earlier round's.
-        row = next(
-            (r for r in recorded if r["commit"] == tip and r["round"] == open_round.number), None
-        )
-        gate = campaign.read_gate(campaign.repo.tree_of(tip)) if has_commit and tip else None
-        data["open_round"] = {
-            "round": open_round.number,
-            "hypothesis": open_round.hypothesis,
-            "branch": campaign.refs.round_branch(open_round.number),
-            "has_commit": has_commit,
-            "branch_missing": tip is None,
-            "verdict": row["decision"] if row else None,
-            # The commit gate's result on the tip's tree: None when never gated (--no-verify).
-            "gate": None if gate is None else ("passed" if gate.passed else "failed"),
-            # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
-            "interrupted": interrupted_close(
-                open_round,
-                tip,
-                best_tip,
-                row["status"] if row and row["round"] == open_round.number else None,
-            ),
-        }
-    data["next_step"] = next_step(data)
-    return data
+
+
+def _open_round(
+    campaign: Campaign, branch: str | None, recorded: list[dict[str, Any]], best_tip: str
+) -> dict[str, Any] | None:
+    """This work tree's round (the one whose branch BRANCH is), else the oldest in flight: its
+    commit, verdict and gate, and whether a kill interrupted its accept or rollback."""
+    parsed = parse_round_branch(branch)
+    here = (
+        campaign.state.open_numbered(parsed[1]) if parsed and parsed[0] == campaign.name else None
+    )
+    open_round = here or campaign.state.open_round
+    if not open_round:
+        return None
+    tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
+    has_commit = tip is not None and tip != open_round.parent
+    # The round's own verdict: with no commit yet the tip is the best line's commit, whose
+    # row is an earlier round's.
+    row = next(
+        (r for r in recorded if r["commit"] == tip and r["round"] == open_round.number), None
+    )
+    gate = campaign.read_gate(campaign.repo.tree_of(tip)) if has_commit and tip else None
+    return {
+        "round": open_round.number,
+        "hypothesis": open_round.hypothesis,
+        "branch": campaign.refs.round_branch(open_round.number),
+        "has_commit": has_commit,
+        "branch_missing": tip is None,
+        "verdict": row["decision"] if row else None,
+        # The commit gate's result on the tip's tree: None when never gated (--no-verify).
+        "gate": None if gate is None else ("passed" if gate.passed else "failed"),
+        # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
+        "interrupted": interrupted_close(
+            open_round,
+            tip,
+            best_tip,
+            row["status"] if row and row["round"] == open_round.number else None,
+        ),
+    }
 
 
 def next_step(data: dict[str, Any]) -> str:

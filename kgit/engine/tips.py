@@ -6,15 +6,12 @@ moved compare-and-swap, so two campaigns recording lessons at once lose none.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kgit.engine.campaign import Campaign, now
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
+from kgit.progress import Say
 from kgit.records.notes import ROLLED_BACK
 from kgit.records.tips import Tip, check_tip_text, tips_ref
-
-Say = Callable[[str], None]
 
 
 def campaign_tips_ref(campaign: Campaign) -> str:

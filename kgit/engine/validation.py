@@ -22,12 +22,19 @@ validation's verdict is its answer, and accept recomputes it from the recorded e
 from __future__ import annotations
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.passes import Say
 from kgit.engine.policy import Policy, policy_named
-from kgit.engine.validation_target import Outcome, Target, ran_workers, standard_for
+from kgit.engine.validation_target import (
+    Outcome,
+    Target,
+    ran_workers,
+    standard_for,
+)
 from kgit.engine.worktree import measuring_tree
 from kgit.judge.decision import decide
-from kgit.judge.verdict import Verdict
+from kgit.judge.verdict import (
+    Verdict,
+)
+from kgit.progress import Say
 from kgit.records.evidence import Evidence
 
 __all__ = ["Target", "ran_workers", "rejudge", "validate"]

@@ -14,12 +14,12 @@ from typing import Any
 from kgit.engine.campaign import Campaign
 from kgit.engine.devicelock import measuring
 from kgit.engine.measuring_sides import Launch, Side, close_sides, launch_side, start_side
-from kgit.engine.passes import HarnessError, Measurement, Say
+from kgit.engine.passes import HarnessError, Measurement
 from kgit.engine.policy import policy_of
 from kgit.engine.validation_interleaved import require_reference_passes, sample_pairs
 from kgit.engine.worktree import measuring_tree
 from kgit.judge.stats import Pair, calibrate_floors, group_biases, pairs_of, side_means
-from kgit.progress import warn
+from kgit.progress import Say, warn
 from kgit.records.evidence import Evidence
 
 

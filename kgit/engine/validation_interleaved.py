@@ -12,12 +12,13 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring_sides import Launch, Side, close_sides, launch_side, start_side
-from kgit.engine.passes import HarnessError, Measurement, Say, check_fingerprint
+from kgit.engine.passes import HarnessError, Measurement, check_fingerprint
 from kgit.engine.validation_target import Outcome, Target, evidence_for, standard_for
 from kgit.engine.worktree import require_pristine
 from kgit.errors import KgitError
 from kgit.judge.decision import Standard, decide, pairs_rule
 from kgit.judge.scoring import geomean
+from kgit.progress import Say
 from kgit.records.evidence import Evidence
 
 

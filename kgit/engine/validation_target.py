@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kgit.engine.integrity import measured_rates
 from kgit.engine.passes import Measurement
+from kgit.engine.physical_floor import measured_rates
 from kgit.judge.decision import Rule, Standard, decide
 from kgit.judge.floor import Rates
 from kgit.judge.stats import ABJudgement, Estimate

@@ -30,7 +30,6 @@ from typing import Any, TextIO
 from kgit.engine.campaign import Campaign
 from kgit.engine.claims import Claimed, SharedQueue, clone_id, take_back
 from kgit.engine.devicelock import device_key
-from kgit.engine.gate import Say
 from kgit.engine.hypotheses import Hypothesis, Ledger, parse_line, read_queue
 from kgit.engine.parallel import rebase_round
 from kgit.engine.passes import HarnessError
@@ -43,6 +42,7 @@ from kgit.engine.runner import run_command
 from kgit.engine.shared_round import ClosedElsewhere, SharedRound
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
+from kgit.progress import Say
 from kgit.records.notes import ACCEPTING
 
 # How often one round follows the best line after other workers' accepts before it gives up (each

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.passes import HarnessError, Say
+from kgit.engine.passes import HarnessError
 from kgit.engine.runner import run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
+from kgit.progress import Say
 
 
 def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo: bool) -> Path:

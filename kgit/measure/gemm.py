@@ -11,25 +11,15 @@ from collections.abc import Callable
 
 import torch
 
-from kgit.measure.correctness import snr_threshold_db
 from kgit.measure.flops import gemm_flops, tflops
-from kgit.measure.fwdbwd import (
-    Op,
-    forward_backward_snr,
-    rate,
-    time_backward,
-    time_forward,
-    wrong_after_timing,
-    wrong_when_timed,
-)
+from kgit.measure.fwdbwd import Op
+from kgit.measure.fwdbwd_row import RowSchema, fwdbwd_row
 from kgit.measure.harness import Settings
-from kgit.measure.report import Row, fail_row
+from kgit.measure.report import Row
 from kgit.measure.shapes import Shape, dtype_of
-from kgit.records.schema import GEMM_COLUMNS, PASS
+from kgit.records.schema import GEMM_COLUMNS
 
-GPU_REPEATS = 100
-CPU_REPEATS = 3
-GPU_WARMUP_MS = 250.0
+GEMM_ROW = RowSchema(GEMM_COLUMNS, ("out_snr", "da_snr", "db_snr"), "TFLOPS", tflops)
 
 
 def gemm_operands(
@@ -67,29 +57,18 @@ def gemm_row(
     unusual GEMM passes its own `make_inputs` and `flop` (forward FLOPs; backward counts 2×).
     """
     batch, m, n, k = int(shape.get("B", 1)), int(shape["M"]), int(shape["N"]), int(shape["K"])
-    on_gpu = settings.device.type == "cuda"
     dtype = shape_dtype(shape, settings)
-    repeats = settings.repeats or (GPU_REPEATS if on_gpu else CPU_REPEATS)
-    warmup_ms = GPU_WARMUP_MS if on_gpu else 0.0
     make = make_inputs or (lambda: gemm_operands(batch, m, n, k, dtype, settings.device))
     work = flop if flop is not None else gemm_flops(m, n, k, batch)
-
-    snrs = forward_backward_snr(matmul, reference, make())
-    row: dict[str, object] = {"label": shape["label"], "B": batch, "M": m, "N": n, "K": k}
-    row.update(out_snr=snrs[0], da_snr=snrs[1], db_snr=snrs[2])
-    if min(snrs) < snr_threshold_db(dtype):
-        return {**fail_row(GEMM_COLUMNS, shape), **row}
-    fwd = time_forward(matmul, make, repeats=repeats, warmup_ms=warmup_ms)
-    bwd = time_backward(matmul, make, repeats=repeats, warmup_ms=warmup_ms)
-    late = wrong_when_timed(fwd, reference, snr_threshold_db(dtype))
-    if late is None:
-        late = wrong_after_timing(matmul, reference, make(), snr_threshold_db(dtype))
-    if late is not None:
-        return {**fail_row(GEMM_COLUMNS, shape), **row, "out_snr": late}
-    fwd_rate, bwd_rate = rate(work, fwd, tflops), rate(2 * work, bwd, tflops)
-    row.update(
-        {"Check": PASS, "Forward TFLOPS": fwd_rate.value, "Forward TFLOPS_stddev": fwd_rate.std}
+    sizes = {"B": batch, "M": m, "N": n, "K": k}
+    return fwdbwd_row(
+        GEMM_ROW,
+        shape,
+        settings,
+        matmul,
+        reference,
+        make,
+        dtype=dtype,
+        sizes=sizes,
+        work=(work, 2 * work),
     )
-    row.update({"Backward TFLOPS": bwd_rate.value, "Backward TFLOPS_stddev": bwd_rate.std})
-    row.update({"Forward Time (ms)": fwd.median_ms, "Backward Time (ms)": bwd.median_ms})
-    return row

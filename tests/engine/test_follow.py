@@ -10,18 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit, git, run_kgit
+from tests.conftest import Built, commit, git, run_kgit
 from tests.engine.remotes import kgit_in, make_remote
 
 
 @pytest.fixture
-def boosted(kernel_repo: Path) -> Path:
+def boosted(kernel_repo: Path, built: Built, tmp_path: Path) -> Path:
     """Campaign c1, baselined, on a kernel with one `boost.X` line per round to come."""
     repo = kernel_repo
-    (repo / "kernel.txt").write_text("speed: 100\n\nboost.a: 1.0\n\nboost.b: 1.0\n")
-    git(repo, "commit", "-qam", "boost lines")
-    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
-    assert run_kgit("-q", "baseline").code == 0
+
+    def build() -> None:
+        (repo / "kernel.txt").write_text("speed: 100\n\nboost.a: 1.0\n\nboost.b: 1.0\n")
+        git(repo, "commit", "-qam", "boost lines")
+        assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+        assert run_kgit("-q", "baseline").code == 0
+
+    built.lay("boosted_ab", tmp_path, build)
     return repo
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit, git, record_note, run_kgit, without_policy
+from tests.conftest import Built, commit, git, record_note, run_kgit, without_policy
 
 # The seed's rule, whose run count the scripted speeds (one per run) are written for; the
 # interleaved policy's floor is tested with workers below. Three shapes: the fake harness runs shape sN at speed x (1 + log2(N/64)/10) TFLOPS: s64 at
@@ -53,12 +53,15 @@ def _campaign(repo: Path, extra: str = PEAKS, kernel: str = "speed: 100\n") -> P
 
 
 @pytest.fixture
-def floored(kernel_repo: Path) -> Path:
-    repo = _campaign(kernel_repo)
-    result = run_kgit("baseline")
-    assert result.code == 0, result
-    assert "physical floor: an unnamed device (manifest peaks)" in result.err
-    return repo
+def floored(kernel_repo: Path, built: Built, tmp_path: Path) -> Path:
+    def build() -> None:
+        _campaign(kernel_repo)
+        result = run_kgit("baseline")
+        assert result.code == 0, result
+        assert "physical floor: an unnamed device (manifest peaks)" in result.err
+
+    built.lay("floored", tmp_path, build)
+    return kernel_repo
 
 
 def _round(repo: Path, hypothesis: str, kernel: str | None = None, ops: str | None = None) -> None:

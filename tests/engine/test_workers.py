@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kgit.judge.scoring import pct
-from tests.conftest import commit, git, run_kgit, without_policy
+from tests.conftest import Built, commit, git, run_kgit, without_policy
 
 POLICY = """\
 decision_policy: interleaved
@@ -63,8 +63,10 @@ def _campaign(repo: Path, kernel: str, policy: str = POLICY) -> Path:
 
 
 @pytest.fixture
-def worker_campaign(kernel_repo: Path) -> Path:
-    return _campaign(kernel_repo, KERNEL.format(speed=100, extra=""))
+def worker_campaign(kernel_repo: Path, built: Built, tmp_path: Path) -> Path:
+    kernel = KERNEL.format(speed=100, extra="")
+    built.lay("worker_campaign", tmp_path, lambda: _campaign(kernel_repo, kernel))
+    return kernel_repo
 
 
 def _round(repo: Path, speed: float, extra: str = "") -> None:

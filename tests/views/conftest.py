@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Built
 from tests.views.helpers import play_rounds
 
 
 @pytest.fixture
-def reviewed(campaign: Path) -> Path:
-    play_rounds(campaign)
+def reviewed(campaign: Path, built: Built, tmp_path: Path) -> Path:
+    built.lay("reviewed", tmp_path, lambda: play_rounds(campaign))
     return campaign

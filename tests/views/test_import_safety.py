@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_kgit
+from tests.conftest import Built, git, run_kgit
 
 SECRET = b"api-token: 5ecr3t-do-not-commit\n"
 
@@ -24,14 +24,18 @@ def all_objects(repo: Path) -> bytes:
 
 
 @pytest.fixture
-def exported(reviewed: Path, tmp_path: Path) -> Path:
+def exported(reviewed: Path, built: Built, tmp_path: Path) -> Path:
     """The reviewed campaign exported, and deleted from the repository it came from, so that
     importing it back under the same name is possible."""
     folder = tmp_path / "export"
-    assert run_kgit("export", str(folder)).code == 0
-    git(reviewed, "checkout", "-q", "--detach", "HEAD")
-    for ref in kgit_refs(reviewed).splitlines():
-        git(reviewed, "update-ref", "-d", ref.split()[-1])
+
+    def build() -> None:
+        assert run_kgit("export", str(folder)).code == 0
+        git(reviewed, "checkout", "-q", "--detach", "HEAD")
+        for ref in kgit_refs(reviewed).splitlines():
+            git(reviewed, "update-ref", "-d", ref.split()[-1])
+
+    built.lay("exported", tmp_path, build)
     return folder
 
 
