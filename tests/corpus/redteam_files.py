@@ -537,7 +537,9 @@ _gemm.gemm_row = gemm_row
 """
 
 # Processes of the kernel's that burn CPU only while the kernel sits idle: under interleaved
-# measuring, while the reference's blocks are timed. The kernel itself is a little slower.
+# measuring, while the reference's blocks are timed. The kernel itself does half its work again:
+# 1.5x slower, clear of the drift between a stored baseline and a later pass that the seed policy
+# judges against (a kernel only a copy slower was once accepted there, +6.9% on a loaded CI box).
 NEIGHBOUR = kernel(
     """\
 def _steal(last):
@@ -555,7 +557,9 @@ for _ in range(4):
 
 def matmul(a, b):
     _last.value = time.monotonic()
-    return _bands(a, b).clone()  # a little slower
+    out = _bands(a, b)
+    _bands(a[..., : a.shape[-2] // 2 or 1, :], b)  # half as slow again: clear of the noise
+    return out
 """,
     imports="import multiprocessing\nimport time",
 )
