@@ -151,6 +151,19 @@ def commit(
     )
 
 
+def baselined(repo: Path, kernel: str, policy: str) -> Path:
+    """Campaign c1 on REPO (a kernel_repo) with KERNEL committed and the fixture's manifest under
+    POLICY (the `decision_policy` lines), its baseline recorded."""
+    (repo / "kernel.txt").write_text(kernel)
+    git(repo, "commit", "-qam", "kernel")
+    manifest = repo / "manifest.yaml"
+    manifest.write_text(without_policy(manifest) + policy)
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    result = run_kgit("-q", "baseline", "--json")
+    assert result.code == 0, result
+    return repo
+
+
 class Built:
     """The folders a fixture built, kept once a session and laid again in each later test's
     tmp_path: a campaign's baseline and rounds, through the CLI as a user runs them, are most of

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Built, commit, git, run_kgit, without_policy
+from tests.conftest import Built, baselined, commit, git, run_kgit, without_policy
 
 POLICY = """\
 decision_policy: interleaved
@@ -17,16 +17,8 @@ interleaved: {min_pairs: 3, max_pairs: 4, calibration_pairs: 3}
 
 @pytest.fixture
 def ab_campaign(kernel_repo: Path, built: Built, tmp_path: Path) -> Path:
-    def build() -> None:
-        (kernel_repo / "kernel.txt").write_text("speed: 100\nnoise: 0.01\ntorch: 2.11\n")
-        git(kernel_repo, "commit", "-qam", "noisy kernel")
-        manifest = kernel_repo / "manifest.yaml"
-        manifest.write_text(without_policy(manifest) + POLICY)
-        assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
-        result = run_kgit("-q", "baseline", "--json")
-        assert result.code == 0, result
-
-    built.lay("ab_campaign", tmp_path, build)
+    kernel = "speed: 100\nnoise: 0.01\ntorch: 2.11\n"
+    built.lay("ab_campaign", tmp_path, lambda: baselined(kernel_repo, kernel, POLICY))
     return kernel_repo
 
 

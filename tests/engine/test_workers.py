@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kgit.judge.scoring import pct
-from tests.conftest import Built, commit, git, run_kgit, without_policy
+from tests.conftest import Built, baselined, commit, git, run_kgit
 
 POLICY = """\
 decision_policy: interleaved
@@ -52,14 +52,7 @@ def left_under(path: Path, running: str = "", within_s: float = 10.0) -> list[in
 
 
 def _campaign(repo: Path, kernel: str, policy: str = POLICY) -> Path:
-    (repo / "kernel.txt").write_text(kernel)
-    git(repo, "commit", "-qam", "kernel")
-    manifest = repo / "manifest.yaml"
-    manifest.write_text(without_policy(manifest) + policy)
-    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
-    result = run_kgit("-q", "baseline", "--json")
-    assert result.code == 0, result
-    return repo
+    return baselined(repo, kernel, policy)
 
 
 @pytest.fixture
