@@ -44,6 +44,56 @@ def test_the_engine_imports_no_view() -> None:
                                "kgit.gitdoor", "kgit.progress", "kgit.resources")) == []  # fmt: skip
 
 
+# The engine's rooms, from the ground up: a module imports its own room and those below it only.
+ENGINE_ROOMS = ("remote", "orphans", "campaign", "runner", "recovery", "measuring", "guards",
+                "sharing", "lineage", "reader", "rounds", "status", "lifecycle")  # fmt: skip
+
+
+def room_of(module: str) -> str:
+    return module.split(".")[2]  # kgit.engine.ROOM[.module]
+
+
+def engine_imports() -> dict[str, set[str]]:
+    """module -> the engine modules it imports, for every module under kgit/engine/."""
+    found = {}
+    for path in (ROOT / "engine").rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+        found[name.removesuffix(".__init__")] = {
+            n for n in imports(path) if n.startswith("kgit.engine.") and n != name
+        }
+    return found
+
+
+def test_the_engines_rooms_import_only_downwards() -> None:
+    rank = {room: i for i, room in enumerate(ENGINE_ROOMS)}
+    graph = engine_imports()
+    assert {room_of(m) for m in graph if m != "kgit.engine"} == set(ENGINE_ROOMS)
+    upward = [
+        f"{m} -> {n}"
+        for m, names in graph.items()
+        if m != "kgit.engine"
+        for n in names
+        if rank[room_of(n)] > rank[room_of(m)]
+    ]
+    assert upward == []
+
+
+def test_no_import_circle_in_the_engine() -> None:
+    graph = engine_imports()
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, " -> ".join((*path[path.index(module) :], module))
+        if module in done:
+            return
+        for name in sorted(graph.get(module, ())):
+            visit(name, (*path, module))
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, ())
+
+
 VIEW_LAYERS = ("kgit.views", "kgit.judge", "kgit.records", "kgit.errors")
 
 

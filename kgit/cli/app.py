@@ -127,7 +127,7 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def hook(name: str, args: tuple[str, ...]) -> None:
     """Entry point of the installed hook shims."""
-    from kgit.engine import hookrun
+    from kgit.engine.guards import hookrun
 
     if name == "pre-commit":
         code = hookrun.pre_commit()

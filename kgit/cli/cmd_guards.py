@@ -21,8 +21,8 @@ def hooks_install(obj: Ctx) -> None:
     """(Re)install kgit's pre-commit and prepare-commit-msg hooks, chaining existing ones.
 
     Refused while a campaign of the repository is not trusted here (kgit trust)."""
-    from kgit.engine.hooks import configure_git, install_hooks
-    from kgit.engine.trust import untrusted_campaigns
+    from kgit.engine.guards.hooks import configure_git, install_hooks
+    from kgit.engine.guards.trust import untrusted_campaigns
 
     untrusted = untrusted_campaigns(obj.repo())
     if untrusted:
@@ -56,7 +56,7 @@ def trust(obj: Ctx, name: str | None, yes: bool, as_json: bool) -> None:
     from another clone, or whose manifest changed there, waits for this command. It
     shows the commands and asks; --yes approves without asking.
     """
-    from kgit.engine.trust import record_trust, render_trust, trust_data
+    from kgit.engine.guards.trust import record_trust, render_trust, trust_data
 
     obj.campaign_name = name or obj.campaign_name
     campaign = obj.campaign()
@@ -147,7 +147,7 @@ def gate_audit(
     kgit report, with per-kernel figures); kgit baseline runs a quick one with the
     manifest's gate_audit_mutants (0: off): at most two gate runs of wall time.
     """
-    from kgit.engine.gate_audit import run_audit
+    from kgit.engine.guards.audit import run_audit
     from kgit.views.gate_audit import audit_data, render_audit
 
     campaign = obj.campaign()

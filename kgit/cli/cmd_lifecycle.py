@@ -86,7 +86,7 @@ def init(
     refs/kgit/NAME/campaign, the commit gate installed (chaining any existing hook),
     and git told to carry kgit's notes through amend and rebase.
     """
-    from kgit.engine.define import (
+    from kgit.engine.lifecycle.define import (
         ask_missing,
         load_shapes_file,
         missing_fields,
@@ -94,7 +94,7 @@ def init(
         require_complete,
         write_template,
     )
-    from kgit.engine.init import init_campaign
+    from kgit.engine.lifecycle.init import init_campaign
     from kgit.records.manifest import load_manifest_fields, parse_manifest
     from kgit.records.yamltext import read_text_capped
 
@@ -152,7 +152,7 @@ def baseline(obj: Ctx, as_json: bool) -> None:
     Freezes the CSV header and the protected files (the harness), and picks the 3-5
     representative shapes that quick validation will use.
     """
-    from kgit.engine.baseline import baseline as run_baseline
+    from kgit.engine.lifecycle.baseline import baseline as run_baseline
 
     obj.long_step()
     result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet)
@@ -224,8 +224,8 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     message), records the report in notes refs/notes/kgit/NAME/final and marks the
     campaign finished (round start then needs --reopen).
     """
-    from kgit.engine.finish import check_finish, record_finish
     from kgit.engine.reader import CampaignReader
+    from kgit.engine.rounds.finish import check_finish, record_finish
     from kgit.views.final import render_final_note, render_finish
 
     def confirm(paths: list[str]) -> bool:
@@ -270,7 +270,7 @@ def manifest_edit(obj: Ctx, manifest_file: Path | None, as_json: bool) -> None:
     refs/kgit/NAME/campaign -- manifest.yaml). A revision that changes a command
     needs kgit trust again; one that keeps them keeps the approval.
     """
-    from kgit.engine.revise import edit_manifest, editable_text
+    from kgit.engine.rounds.revise import edit_manifest, editable_text
     from kgit.records.yamltext import read_text_capped
 
     campaign = obj.campaign()
@@ -305,7 +305,7 @@ def campaign_delete(obj: Ctx, name: str, yes: bool, as_json: bool) -> None:
     """Remove campaign NAME from this clone: its record, kept rounds, notes, branches,
     kgit's work trees and caches, and its trust approval. A remote keeps what was
     pushed there; the commits stay in git's object store until git gc."""
-    from kgit.engine.delete import campaign_refs, delete_campaign
+    from kgit.engine.lifecycle.delete import campaign_refs, delete_campaign
 
     repo = obj.repo()
     if not yes:

@@ -47,7 +47,7 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
     and notes that disagree, edits the commit gate saved under .git/kgit/patches/.
     For each, the one command that repairs it. Exits 1 while problems remain, else 0.
     """
-    from kgit.engine.doctor import diagnose, fix
+    from kgit.engine.lifecycle.doctor import diagnose, fix
     from kgit.views.doctor import render_doctor
 
     campaign = obj.campaign()
@@ -107,7 +107,7 @@ def tips(ctx: click.Context, as_json: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from kgit.engine.tips import campaign_tips_ref, render_tip_line, tips_for
+    from kgit.engine.rounds.tips import campaign_tips_ref, render_tip_line, tips_for
 
     campaign = ctx.obj.campaign()
     found = [tip.to_dict() for tip in tips_for(campaign)]
@@ -140,7 +140,7 @@ def tips_add(
     as_json: bool,
 ) -> None:
     """Record a lesson for this campaign's GPU, op and backend."""
-    from kgit.engine.tips import add_tip, campaign_tips_ref
+    from kgit.engine.rounds.tips import add_tip, campaign_tips_ref
 
     campaign = obj.campaign()
     tip = add_tip(campaign, context_, signal, takeaway, applicability, round_number)
@@ -260,7 +260,7 @@ def import_cmd(obj: Ctx, folder: Path, name: str | None, as_json: bool) -> None:
     commits kept under refs/kgit/NAME/rounds/N (rolled-back rounds); summaries and
     benchmark CSVs become the rounds' notes. The work tree is not touched.
     """
-    from kgit.engine.seed_import import import_campaign
+    from kgit.engine.lifecycle.seed_import import import_campaign
 
     result = import_campaign(obj.repo(), folder, name or folder.resolve().name)
     emit(

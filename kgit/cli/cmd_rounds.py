@@ -39,7 +39,7 @@ def round_start(
     obj: Ctx, hypothesis: str, reopen: bool, worktree: Path | None, as_json: bool
 ) -> None:
     """Begin the next round with its HYPOTHESIS, on a new branch from the best line."""
-    from kgit.engine.rounds import start_round
+    from kgit.engine.rounds.round import start_round
 
     where = worktree.resolve() if worktree else None
     result = start_round(obj.campaign(), hypothesis, reopen=reopen, worktree=where)
@@ -61,7 +61,7 @@ def round_start(
 @click.pass_obj
 def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
     """Gate, measure and judge the round's last commit; store the verdict in its notes."""
-    from kgit.engine.round_validate import validate_round
+    from kgit.engine.rounds.validate import validate_round
 
     obj.long_step()
     result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
@@ -77,7 +77,7 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
 @click.pass_obj
 def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json: bool) -> None:
     """Fast-forward the best line to the round's commit (only on an accepting verdict)."""
-    from kgit.engine.round_accept import accept_round
+    from kgit.engine.rounds.accept import accept_round
 
     obj.long_step()
     words = {"attribution": attribution or "", "lesson": lesson or ""}
@@ -100,7 +100,7 @@ def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json:
 @click.pass_obj
 def round_rollback(obj: Ctx, reason: str | None, lesson: str | None, as_json: bool) -> None:
     """Return to the best line; the round's commit and notes stay reachable."""
-    from kgit.engine.round_rollback import rollback_round
+    from kgit.engine.rounds.rollback import rollback_round
 
     result = rollback_round(obj.campaign(), reason, obj.say, lesson)
     emit(
@@ -170,7 +170,7 @@ def worker(
     does so for a clone that is gone. With --json, one JSON line per round as it ends, then
     the summary.
     """
-    from kgit.engine.worker import WorkerSetup, run_worker, taker
+    from kgit.engine.rounds.worker import WorkerSetup, run_worker, taker
 
     campaign = obj.campaign()
     default = f"device-{device}" if device is not None else "worker"

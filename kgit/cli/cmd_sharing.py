@@ -23,8 +23,8 @@ def push(obj: Ctx, remote: str | None, as_json: bool) -> None:
     REMOTE defaults to the branch's upstream remote, else origin; -c NAME pushes one
     campaign (default: all of this clone's).
     """
-    from kgit.engine.push import push as run_push
     from kgit.engine.remote import default_remote
+    from kgit.engine.sharing.push import push as run_push
     from kgit.views.sync import render_push
 
     repo = obj.repo()
@@ -54,8 +54,8 @@ def pull(obj: Ctx, remote: str | None, take_remote: bool, as_json: bool) -> None
     upstream remote, else origin; -c NAME pulls one campaign (default: all of the
     remote's).
     """
-    from kgit.engine.pull import pull as run_pull
     from kgit.engine.remote import default_remote
+    from kgit.engine.sharing.pull import pull as run_pull
     from kgit.views.sync import render_pull
 
     repo = obj.repo()

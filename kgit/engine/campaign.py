@@ -6,7 +6,7 @@ Notes are kgit's record, and anyone can rewrite a notes ref (`git notes add -f`)
 kgit writes goes into the campaign record first, as `notes/<kind>/<target>` holding the note's
 blob, in the same compare-and-swap transaction that moves the notes ref: a kill leaves both moved
 or neither. kgit reads its notes from the record; the notes refs are their published copy, for
-`git log --notes`, and a copy that differs is reported (kgit/engine/seal.py), never believed."""
+`git log --notes`, and a copy that differs is reported (kgit/engine/guards/seal.py), never believed."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ class Campaign:
         and attach NOTES, in one compare-and-swap transaction of the record ref, the notes refs
         and MOVES (other refs: REF, NEW, OLD), so that a kill leaves all or none. Callers hold
         the write lock and have re-read the campaign under it. The manifest is kept byte for
-        byte unless EXTRA_FILES holds a revision of it (kgit/engine/revise.py): its bytes are what
+        byte unless EXTRA_FILES holds a revision of it (kgit/engine/rounds/revise.py): its bytes are what
         `kgit trust` approved."""
         notes = list(notes)
         notes += [NoteWrite("log", n.target, n.log) for n in notes if n.log]

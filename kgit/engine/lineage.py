@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from kgit.engine.campaign import Campaign, write_cache
-from kgit.engine.seal import drifts
+from kgit.engine.guards.seal import drifts
 from kgit.judge.scoring import pct
 from kgit.records.notes import BASELINE, ROLLED_BACK, UNRECORDED, RoundNote
 

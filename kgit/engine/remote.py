@@ -5,7 +5,7 @@ A campaign is its branches (`refs/heads/kgit/<c>/`: best, round-N, final), its r
 rounds (`refs/kgit/<c>/`) and its notes (`refs/notes/kgit/<c>/`); the tips chains
 (`refs/kgit-tips/`) are shared by every campaign of a target. `kgit pull` fetches all of them from
 a remote into remote-tracking refs, `refs/kgit-remotes/<remote>/<the ref without refs/>`, and
-never straight onto the local refs: kgit/engine/pull.py decides from there what the clone takes.
+never straight onto the local refs: kgit/engine/sharing/pull.py decides from there what the clone takes.
 git's own `refs/remotes/` is left to git (a plain clone fetches the branches there).
 """
 
@@ -37,7 +37,7 @@ def tracking_ref(remote: str, ref: str) -> str:
 
 def refspecs(remote: str) -> list[str]:
     """What `kgit pull`/`push` fetch: every kgit ref of the remote, mirrored (forced, pruned)
-    into its tracking refs; the local refs move only through kgit/engine/pull.py."""
+    into its tracking refs; the local refs move only through kgit/engine/sharing/pull.py."""
     return [
         f"+{space}*:{tracking_ref(remote, space)}*" for space in (*CAMPAIGN_SPACES, TIPS_PREFIX)
     ]

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.hooks import hooks_missing
+from kgit.engine.guards.hooks import hooks_missing
+from kgit.engine.guards.trust import trust_of
 from kgit.engine.lineage import lineage
 from kgit.engine.recovery import closed_round_checked_out, interrupted_close, stray_round_branches
-from kgit.engine.trust import trust_of
 from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
 from kgit.records.gate_audit import GateAudit
 from kgit.records.names import parse_round_branch
@@ -80,7 +80,7 @@ def _left_to_repair(
         "stray_branches": [b.short for b in stray_round_branches(campaign)],
         # Unstaged edits the commit gate set aside and could not put back (a killed commit).
         "saved_patches": saved_patches(campaign),
-        # Whether this repository approves the manifest's commands (kgit/engine/trust.py).
+        # Whether this repository approves the manifest's commands (kgit/engine/guards/trust.py).
         "trusted": trust_of(campaign).trusted,
         # Whether kgit's commit gate is installed in this clone (a clone gets no hooks).
         "gate_installed": not hooks_missing(campaign.repo),

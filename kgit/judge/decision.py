@@ -7,7 +7,7 @@ evidence is settled, the validation's verdict is its answer, accept recomputes i
 recorded evidence, and finish judges the best line against the baseline with it. The order of
 the checks lives here: a FAIL first (Check is a hard gate), then evidence that holds no
 measurement, then the policy's rule, overridden by a rate past the device's peak. A policy
-brings its rule (kgit/engine/policy.py); `decide` never asks a policy's name.
+brings its rule (kgit/engine/measuring/policy.py); `decide` never asks a policy's name.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A claim on a line of a hypotheses file that workers in several clones share (`kgit worker
---remote`). It lives in the campaign record as `claims/<key>` (kgit/engine/claims.py), written
+--remote`). It lives in the campaign record as `claims/<key>` (kgit/engine/rounds/claims.py), written
 in the same commit as the round it opened, so it travels between clones under the record's
 compare-and-swap and names the round, the worker and the clone that took the line."""
 
@@ -22,7 +22,9 @@ class Claim:
     hypothesis: str
     round: int  # the round it opened, in the same record commit
     worker: str
-    clone: str  # `host:path` of the clone the worker ran in (kgit/engine/claims.py: clone_id)
+    clone: (
+        str  # `host:path` of the clone the worker ran in (kgit/engine/rounds/claims.py: clone_id)
+    )
     pid: int
     claimed_at: str
     line: int = 0  # in the hypotheses file, as the claiming clone read it

@@ -38,7 +38,7 @@ FINAL = (*KEPT, ROLLED_BACK)  # a round note with one of these is closed
 ACCEPT = "accept"
 ROLLBACK = "rollback"
 
-# How a note on a notes ref differs from the one kgit recorded (kgit/engine/seal.py).
+# How a note on a notes ref differs from the one kgit recorded (kgit/engine/guards/seal.py).
 CHANGED = "changed"  # the notes ref holds another note than kgit recorded
 MISSING = "missing"  # kgit recorded a note the notes ref no longer holds
 UNRECORDED = "unrecorded"  # a note kgit never wrote (and not a copy of one it did)
@@ -324,7 +324,7 @@ class CampaignState:
     schema_version: int = STATE_VERSION
     next_round: int = 2  # round-1 is the baseline
     # Rounds in flight: one on the main work tree, or several at once, each on its own work tree
-    # (kgit/engine/parallel.py). Numbers come from next_round under the write lock: never reused.
+    # (kgit/engine/rounds/parallel.py). Numbers come from next_round under the write lock: never reused.
     open_rounds: list[OpenRound] = field(default_factory=list)
     frozen_header: list[str] | None = None
     protected: dict[str, str | None] = field(default_factory=dict)  # path -> blob sha at baseline

@@ -206,7 +206,7 @@ def test_a_finish_recorded_meanwhile_refuses_the_second_and_writes_nothing(
     suite_campaign: Path,
 ) -> None:
     from kgit.engine.campaign import Campaign
-    from kgit.engine.finish import check_finish, record_finish
+    from kgit.engine.rounds.finish import check_finish, record_finish
     from kgit.errors import KgitError
     from kgit.gitdoor import open_repo
 

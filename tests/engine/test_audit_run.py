@@ -1,9 +1,9 @@
-"""How the audit judges a mutant from the launches alone (kgit/engine/audit_run.py): never as
+"""How the audit judges a mutant from the launches alone (kgit/engine/guards/audit_run.py): never as
 SURVIVED where the gate cannot launch it and nobody is known to run it."""
 
 from __future__ import annotations
 
-from kgit.engine.audit_run import rejudged, tier_of
+from kgit.engine.guards.audit_run import rejudged, tier_of
 from kgit.judge.mutation import Mutant
 from kgit.judge.reach import Reach
 from kgit.records.gate_audit import CAUGHT, SURVIVED, UNREACHED, MutantResult

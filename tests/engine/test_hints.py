@@ -89,7 +89,7 @@ def test_accept_and_rollback_say_their_result_once(campaign: Path) -> None:
 
 
 def test_kgit_tells_the_harness_that_the_csv_path_is_its_own(tmp_path: Path) -> None:
-    from kgit.engine.passes import harness_env
+    from kgit.engine.measuring.passes import harness_env
 
     env = harness_env(tmp_path)
     assert env["KGIT_RUN"] == "1" and env["PYTHONPATH"].split(":")[0] == str(tmp_path)

@@ -1,4 +1,4 @@
-"""A measuring side held still while the other measures (kgit/engine/holding.py), on real
+"""A measuring side held still while the other measures (kgit/engine/measuring/holding.py), on real
 processes: a candidate's harness thread that burned CPU only while its kernel sat idle slowed
 the reference's blocks, and a no-change round was accepted at +9% and +67% (issue 27, item 5)."""
 
@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from kgit.engine.holding import HELD_CPU_ALLOWANCE_S, Hold, family
+from kgit.engine.measuring.holding import HELD_CPU_ALLOWANCE_S, Hold, family
 
 SPIN = "import time\nwhile True:\n    sum(range(10_000))\n"
 # A parent in its own session, and a child that leaves the parent's group with setsid.

@@ -252,7 +252,7 @@ def test_accept_rechecks_rule_11_on_the_commit(
     floored: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A verdict recorded without the check (an older kgit) is not accepted on its word."""
-    import kgit.engine.round_validate as round_validate
+    import kgit.engine.rounds.validate as round_validate
 
     repo = floored
     _round(repo, "cache the output", kernel="speed: 150\n", ops=ID_CACHE)

@@ -33,7 +33,7 @@ def test_baseline_calibrates_noise_floors_and_records_the_environment(ab_campaig
         "gpu_index": "0",
         "gpu_uuid": "GPU-fake-0",
     }
-    # kgit's own probe of the harness's interpreter (kgit/engine/pyenv.py)
+    # kgit's own probe of the harness's interpreter (kgit/engine/measuring/pyenv.py)
     assert " files, sha256 " in state["fingerprint"]["python_startup"]
     assert (
         ab_campaign / ".git" / "kgit" / "worktrees" / "c1" / "reference" / "kernel.txt"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.parallel import rebase_round
+from kgit.engine.rounds.parallel import rebase_round
 from kgit.gitdoor import open_repo
 from tests.conftest import commit, git, run_kgit
 from tests.engine.remotes import kgit_in, kgit_process

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.policy import Policy, policy_named
-from kgit.engine.rounds import recorded_evidence
+from kgit.engine.measuring.policy import Policy, policy_named
+from kgit.engine.rounds.round import recorded_evidence
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.judge.decision import Rule, Standard, decide, pairs_rule, seed_rule

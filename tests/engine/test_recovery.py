@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.round_accept import accept_round
+from kgit.engine.rounds.accept import accept_round
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from tests.conftest import commit, git, record_note, run_kgit

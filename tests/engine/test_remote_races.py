@@ -83,7 +83,7 @@ def test_a_push_that_lost_the_race_after_its_fetch_is_refused_by_the_lease(
     shared: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The remote moves between kgit push's fetch and its push: --force-with-lease refuses."""
-    import kgit.engine.push as push_module
+    import kgit.engine.sharing.push as push_module
 
     repo, bare = shared
     clone = fresh_clone(bare, "clone")

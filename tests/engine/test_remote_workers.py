@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.parallel import rebase_round
-from kgit.engine.publish import Link
-from kgit.engine.replay import ReplayConflict, merge_state
+from kgit.engine.rounds.parallel import rebase_round
+from kgit.engine.sharing.publish import Link
+from kgit.engine.sharing.replay import ReplayConflict, merge_state
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.records.notes import CampaignState, OpenRound

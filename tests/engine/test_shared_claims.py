@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.claims import Claimed, SharedQueue, clone_id
-from kgit.engine.hypotheses import Hypothesis, parse_line
-from kgit.engine.publish import Link
-from kgit.engine.rounds import start_round
-from kgit.engine.worker import WorkerSetup, one_round, worker_tree
+from kgit.engine.rounds.claims import Claimed, SharedQueue, clone_id
+from kgit.engine.rounds.hypotheses import Hypothesis, parse_line
+from kgit.engine.rounds.round import start_round
+from kgit.engine.rounds.worker import WorkerSetup, one_round, worker_tree
+from kgit.engine.sharing.publish import Link
 from kgit.gitdoor import open_repo
 from kgit.records.claims import Claim
 from tests.conftest import git, run_kgit

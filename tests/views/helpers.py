@@ -34,7 +34,7 @@ def play_rounds_out_of_order(repo: Path) -> None:
     (x1.1), which is then rebased onto it and accepted: the best line's first-parent history is
     baseline, round-3, round-2, as with parallel workers."""
     from kgit.engine.campaign import Campaign
-    from kgit.engine.parallel import rebase_round
+    from kgit.engine.rounds.parallel import rebase_round
     from kgit.gitdoor import open_repo
     from tests.engine.remotes import kgit_in
 

@@ -1,0 +1,274 @@
+"""A pass of the quick harness: one measurement, checked against the frozen schema; and the
+preconditions every state-changing command shares."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgit.engine.campaign import Campaign
+from kgit.engine.measuring.devicelock import measuring
+from kgit.engine.measuring.pyenv import command_facts, isolated_env
+from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
+from kgit.errors import KgitError, SchemaError
+from kgit.gitdoor import Repo
+from kgit.judge.scoring import Score, score
+from kgit.progress import Say
+from kgit.records.notes import RoundNote, in_line_order
+from kgit.records.protocol import (
+    MEMORY_SHARE_ENV,
+    RUN_ENV,
+    changed_since_written,
+    out_of_memory_reports,
+    written_digest,
+)
+from kgit.records.schema import BenchTable, parse_bench_csv
+from kgit.resources import package_home
+
+
+class HarnessError(KgitError):
+    """The harness broke its contract: crash, hang, odd exit, missing or unreadable CSV."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    csv: bytes
+    table: BenchTable
+    score: Score
+    seconds: float
+    tail: str
+    fingerprint: dict[str, str]
+
+
+def harness_env(tree: Path) -> dict[str, str]:
+    """The harness's environment: isolated (kgit/engine/measuring/pyenv.py), with the tree's own code on
+    the import path, so that a best-line work tree measures its own kernel even when the project
+    is pip-installed in editable mode from the main tree."""
+    # Then the folder of the kgit that judges: the measuring library the harness imports is
+    # that kgit's, also where it is reachable only through the caller's PYTHONPATH (dropped).
+    home = str(package_home())
+    return isolated_env({"PYTHONPATH": os.pathsep.join([str(tree), home]), RUN_ENV: "1"})
+
+
+def measure(
+    campaign: Campaign,
+    shapes: list[dict[str, Any]],
+    frozen: tuple[str, ...] | None,
+    say: Say,
+    *,
+    echo: bool,
+    tree: Path | None = None,
+    role: str = "",
+) -> Measurement:
+    """Run the harness in TREE (default: the work tree) and read its CSV strictly."""
+    manifest = campaign.manifest
+    cwd = tree or campaign.repo.root
+    say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
+    with measuring(campaign.repo, f"campaign {campaign.name}: a harness pass{role}", say):
+        run = run_harness(
+            manifest.quick_command,
+            shapes,
+            cwd,
+            manifest.timeout_s,
+            tether=campaign.repo.common_dir,
+            echo=echo,
+            env=harness_env(cwd),
+        )
+    result = read_run(campaign, run, [s["label"] for s in shapes], frozen, side=role.strip())
+    say(
+        f"harness: done in {run.result.seconds:.1f} s, aggregate {result.score.aggregate:.4g}"
+        + (f", FAIL: {', '.join(result.score.failing)}" if result.score.failing else "")
+    )
+    return result
+
+
+def read_run(
+    campaign: Campaign,
+    run: HarnessRun,
+    labels: list[str],
+    frozen: tuple[str, ...] | None,
+    *,
+    digest: bool = True,
+    side: str = "",
+) -> Measurement:
+    """A harness run read under the contract: its exit, the frozen schema, exactly LABELS, and
+    an exit code that agrees with the Check column; with DIGEST, a CSV unchanged since the
+    harness printed its digest (a worker's block reply carries its own, checked by the caller).
+    A FAIL that the harness said was an out-of-memory is an error of SIDE's memory, never the
+    kernel's FAIL."""
+    tail = run.result.tail
+    if run.status == "unavailable":
+        raise KgitError(
+            "the harness cannot run on this machine (it exited 2)",
+            hint="run this step where the target GPU is; nothing was recorded",
+            details=tail[-4000:],
+        )
+    if run.status == "error" or run.csv is None:
+        raise HarnessError(
+            f"validation ERROR: {run.problem}",
+            hint="see the harness output above",
+            details=tail[-4000:],
+        )
+    digests = run.result.digests if run.result.digests is not None else (written_digest(tail),)
+    printed = [d for d in digests if d is not None]
+    if digest and len(printed) > 1:
+        raise HarnessError(
+            f"validation ERROR: the pass printed {len(printed)} CSV digests: the harness prints "
+            "one, right after writing its CSV; another line in its process forged one",
+            hint="look for code that prints or runs at exit in the change (kgit show N lists "
+            "findings)",
+            details=tail[-4000:],
+        )
+    if digest and changed_since_written(run.csv, printed[0] if printed else None):
+        raise HarnessError(
+            "validation ERROR: the CSV changed after the harness wrote it (its digest, printed "
+            "when written, no longer matches): something in the harness's process rewrote it",
+            hint="look for code that runs at exit in the change (kgit show N lists findings)",
+            details=tail[-4000:],
+        )
+    try:
+        table = parse_bench_csv(run.csv, campaign.manifest.primary_metric, frozen)
+    except SchemaError as exc:
+        raise HarnessError(
+            f"validation ERROR: {exc.message}",
+            hint=exc.hint,
+            details="\n".join(filter(None, [exc.details, "harness output:", tail[-4000:]])),
+        ) from None
+    extra = sorted(set(table.labels) - set(labels))
+    missing = [label for label in labels if label not in table.labels]
+    if extra or missing:
+        raise HarnessError(
+            "validation ERROR: the CSV's shapes are not the ones asked for"
+            + (f"; missing {', '.join(missing)}" if missing else "")
+            + (f"; unexpected {', '.join(extra)}" if extra else ""),
+            hint="the harness must measure exactly the shapes passed with --shapes",
+            details=tail[-4000:],
+        )
+    result = score(table, campaign.manifest.primary_metric, labels)
+    some_fail = run.result.returncode == HARNESS_SOME_FAIL
+    if some_fail != bool(result.failing):
+        said = "some shape FAILed" if some_fail else "every shape PASSed"
+        raise HarnessError(
+            f"validation ERROR: the harness exited {run.result.returncode} ({said}) but its CSV "
+            + (f"has FAIL rows ({', '.join(result.failing)})" if result.failing else "has none")
+            + ": exit and Check disagree",
+            hint="the contract: exit 0 when every shape passes, 1 when some shape fails",
+            details=tail[-4000:],
+        )
+    require_memory(result.failing, tail, side)
+    fingerprint = {**parse_fingerprint(tail), **command_facts(campaign.manifest.quick_command)}
+    return Measurement(run.csv, table, result, run.result.seconds, tail, fingerprint)
+
+
+_SIDES = {"A": "side A (the reference)", "B": "side B (the candidate)"}
+
+
+def require_memory(failing: list[str], output: str, side: str) -> None:
+    """Raise when a FAILING shape ran out of device memory, as the harness's OUTPUT says
+    (kgit/records/protocol.py): which side, which shape, what it asked for, and the knob."""
+    reports = out_of_memory_reports(output)
+    short = [label for label in failing if label in reports]
+    if not short:
+        return
+    report = reports[short[0]]
+    who = _SIDES.get(side, f"the harness {side}".strip())
+    raise HarnessError(
+        f"out of memory: {who} ran out of device memory on {', '.join(short)}: "
+        + _memory_words(report),
+        hint=f"this is the machine's memory, not the kernel: set {MEMORY_SHARE_ENV} lower than "
+        f"{report.get('share', 0.25):g} (each measuring side's share of the card) to shrink "
+        "both sides' input pools, free the card of other processes (nvidia-smi), or leave "
+        "the shape out of target_shapes; nothing was recorded",
+        details=output[-4000:],
+    )
+
+
+def _memory_words(report: dict[str, Any]) -> str:
+    def gib(key: str) -> str:
+        value = report.get(key)
+        return f"{value / 1024**3:.2f} GiB" if isinstance(value, (int, float)) else "?"
+
+    asked = (
+        f"it asked for {gib('asked_bytes')}"
+        if report.get("asked_bytes")
+        else "an allocation was refused"
+    )
+    if "limit_bytes" not in report:
+        return asked
+    return (
+        f"{asked} while it held {gib('allocated_bytes')} of the {gib('limit_bytes')} it plans "
+        f"for ({report.get('share', '?')} of the card's {gib('total_bytes')}; "
+        f"{gib('free_bytes')} free on the card)"
+    )
+
+
+def require_clean(repo: Repo, action: str) -> None:
+    dirty = repo.dirty_paths()
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        raise KgitError(
+            f"cannot {action}: uncommitted changes in tracked files ({shown})",
+            hint="commit them (git commit runs the gate) or set them aside with git stash",
+        )
+
+
+def best_values(rounds: list[tuple[str, RoundNote]], line: list[str]) -> dict[str, float]:
+    """Per-shape values of the best line: the baseline, overlaid by each accepted round's shapes
+    in the order the best line took them (LINE: its commits, newest first)."""
+    values: dict[str, float] = {}
+    for note in in_line_order([(c, n) for c, n in rounds if n.accepted], line):
+        values.update(note.values())
+    return values
+
+
+# What must match for two measurements to be compared; clocks are recorded but vary by design.
+# python_startup: a digest of the interpreter's start-up files (kgit/engine/measuring/pyenv.py).
+FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "hip", "torch", "triton", "python_startup")
+
+
+def check_fingerprint(baseline: dict[str, str], now: dict[str, str]) -> None:
+    """Refuse to compare across environments: that is a new baseline epoch, not a round."""
+    changed = [
+        f"{key} {baseline[key]} -> {now.get(key, '?')}"
+        for key in FINGERPRINT_KEYS
+        if key in baseline and baseline[key] != now.get(key)
+    ]
+    if changed:
+        raise KgitError(
+            "the environment changed since the baseline: " + "; ".join(changed),
+            hint="measurements from another GPU, driver or library version are not comparable: "
+            "validate on the baseline's environment, or start a new campaign from the best "
+            "line here (kgit init NAME --manifest FILE): its baseline is this environment's",
+        )
+
+
+def _device(fingerprint: dict[str, str]) -> str:
+    return f"{fingerprint['gpu_uuid']} (index {fingerprint.get('gpu_index', '?')})"
+
+
+def device_reasons(
+    now: dict[str, str], baseline: dict[str, str], best: list[dict[str, str]], stored: bool
+) -> list[str]:
+    """What a verdict must say when NOW's device is not the one its figures come from: the
+    baseline's (every "vs baseline"), and, when the policy judges against the best line's STORED
+    values (the seed's), those (the verdict itself). Same model only: check_fingerprint refuses
+    another model. The interleaved policy times both sides in one validation, on one device."""
+    here = now.get("gpu_uuid")
+    if not here:
+        return []
+    reasons = []
+    if stored:
+        others = sorted({fp["gpu_uuid"] for fp in best if fp.get("gpu_uuid", here) != here})
+        if others:
+            reasons.append(
+                f"devices differ: measured on {_device(now)}, compared with best-line values "
+                f"measured on {', '.join(others)}"
+            )
+    if baseline.get("gpu_uuid", here) != here:
+        reasons.append(
+            f"devices differ: vs baseline compares {_device(now)} with the baseline's "
+            f"{_device(baseline)}"
+        )
+    return reasons

@@ -1,0 +1,60 @@
+"""The interleaved policy (`decision_policy: interleaved`, the default): the reference (A) and
+the candidate (B) measured in alternation in one validation, as measuring workers in quads of
+short blocks or as whole passes (kgit/engine/measuring/interleaved.py), and judged by the pairs'
+confidence intervals against the noise floors that the baseline's A/A calibration measured
+(kgit/engine/measuring/calibration.py; kgit/judge/stats.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kgit.engine.campaign import Campaign
+from kgit.engine.measuring.calibration import calibrate
+from kgit.engine.measuring.devicelock import measuring
+from kgit.engine.measuring.interleaved import floors_for, measure_interleaved
+from kgit.engine.measuring.target import Outcome, Target
+from kgit.engine.measuring.worktree import measuring_tree
+from kgit.judge.decision import pairs_rule
+from kgit.progress import Say
+from kgit.records.evidence import Evidence
+from kgit.records.manifest import Thresholds
+
+__all__ = ["calibrate", "floors", "measure", "rule", "statistics", "stored_reference", "words"]
+
+# Both sides are timed in each validation, on one device.
+stored_reference = False
+rule = pairs_rule
+floors = floors_for
+
+
+def measure(
+    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say, *, echo: bool
+) -> Outcome:
+    # Both trees are checked out and built first: the device is held for timing only.
+    reference = measuring_tree(campaign, target.reference, "reference", say, echo=echo)
+    what = f"campaign {campaign.name}: validating {target.candidate[:10]}"
+    with measuring(campaign.repo, what, say):
+        return measure_interleaved(campaign, target, (reference, path), prior, say, echo=echo)
+
+
+def statistics(evidence: Evidence) -> dict[str, Any]:
+    data: dict[str, Any] = {"pairs": len(evidence.pairs)}
+    if evidence.block_ms:
+        data["block_ms"] = evidence.block_ms
+    return data
+
+
+def words(thresholds: Thresholds) -> str:
+    return (
+        "A/B pairs against the best line, each shape judged past its calibrated noise "
+        f"floor; a core shape that may be down ≥{thresholds.core_regression_pct}% rolls back"
+    )
+
+
+if TYPE_CHECKING:  # mypy holds this module to the protocol
+    from kgit.engine.measuring import policy_interleaved
+    from kgit.engine.measuring.policy import Policy
+
+    _POLICY: Policy = policy_interleaved

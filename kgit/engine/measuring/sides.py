@@ -1,0 +1,453 @@
+"""The two sides of an A/B comparison, each a harness process that stays up (a measuring worker,
+kgit/records/protocol.py) or, for a harness that does not speak the protocol, one pass a turn.
+
+Every side starts the same way: the harness's plain first pass on every shape, with
+`KGIT_WORKER=1` in its environment. A worker then says it is ready and answers block requests;
+a plain harness exits, and its pass is kept as the side's first measurement. A side's process
+group is killed on every way out (close, error, Ctrl-C): a harness left behind keeps the GPU.
+A SIGKILL of kgit is no way out it sees: the next measurement kills the side (kgit/engine/orphans.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from kgit import progress
+from kgit.engine.campaign import Campaign
+from kgit.engine.measuring.holding import HELD_CPU_ALLOWANCE_S, Hold
+from kgit.engine.measuring.passes import HarnessError, Measurement, harness_env, measure, read_run
+from kgit.engine.orphans import tether
+from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
+from kgit.progress import Say
+from kgit.records.protocol import (
+    FIRST_BLOCK_ENV,
+    HOLD_ENV,
+    WORKER_ENV,
+    DigestLines,
+    block_request,
+    changed_since_written,
+    parse_marker,
+)
+from kgit.records.schema import metric_inputs
+
+# How long a block request may take before the worker is taken for hung: a block times tens of
+# milliseconds; the first block of a shape also prepares its inputs and graph.
+BLOCK_TIMEOUT_S = 300.0
+EXIT_GRACE_S = 5.0
+
+
+class _Process:
+    """A harness process with its output pumped into a bounded tail and marker lines queued."""
+
+    def __init__(self, command: str, cwd: Path, env: dict[str, str], echo: bool) -> None:
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            command,
+            shell=True,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: killed whole
+        )
+        self.tail: deque[bytes] = deque()
+        self.digests = DigestLines()  # of the whole output, not only the kept tail
+        self.asked = False  # asked to exit
+        self.held: Hold | None = None  # stopped while the other side measures
+        self.markers: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        assert self.proc.stdout is not None
+        self.reader = threading.Thread(
+            target=self._pump, args=(self.proc.stdout, echo), daemon=True
+        )
+        self.reader.start()
+
+    def _pump(self, stream: IO[bytes], echo: bool) -> None:
+        held = 0  # bytes in the tail, kept as a count: summing per line is quadratic
+        # Lines are read at most TAIL_BYTES at a time: a harness printing one endless line
+        # cannot exhaust kgit's memory.
+        # A marker comes after a newline of its own (the harness's output may end mid-line):
+        # a blank line is echoed only once the next line shows it was not that newline, or a
+        # worker's every block reply would print an empty line.
+        blank: bytes | None = None
+        for line in iter(lambda: stream.readline(TAIL_BYTES), b""):
+            self.digests.feed(line)
+            marker = parse_marker(line.decode(errors="replace").rstrip("\r\n"))
+            if marker is not None:
+                self.markers.put(marker)
+                blank = None
+                continue
+            self.tail.append(line)
+            held += len(line)
+            while held > TAIL_BYTES and len(self.tail) > 1:
+                held -= len(self.tail.popleft())
+            if echo:
+                if blank is not None:
+                    progress.echo(blank)
+                    blank = None
+                if line.rstrip(b"\r\n"):
+                    progress.echo(line)
+                else:
+                    blank = line
+        if blank is not None:  # the output's last line, no marker after it
+            progress.echo(blank)
+        self.markers.put(("eof", {}))
+
+    def text(self) -> str:
+        return b"".join(self.tail)[-TAIL_BYTES:].decode(errors="replace")
+
+    def wait_marker(self, kind: str, timeout_s: float) -> dict[str, Any] | None:
+        """The next KIND marker's payload; None when the process closed its output first.
+        Raises TimeoutError when neither comes within TIMEOUT_S."""
+        got = self.wait_any((kind,), timeout_s)
+        return None if got is None else got[1]
+
+    def wait_any(
+        self, kinds: tuple[str, ...], timeout_s: float
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The next marker of one of KINDS, as (kind, payload); None at the end of the output."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            try:
+                got, payload = self.markers.get(timeout=left)
+            except queue.Empty:
+                raise TimeoutError from None
+            if got == "eof":
+                self.markers.put((got, payload))  # the end stays the end for a later wait
+                return None
+            if got in kinds:
+                return got, payload
+
+    def send(self, request: dict[str, Any]) -> bool:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return False
+        return True
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self.reader.join(timeout=5)
+
+    def hold(self) -> None:
+        """Stop the worker's processes while the other side measures (kgit/engine/measuring/holding.py)."""
+        if self.held is None and self.proc.poll() is None:
+            self.held = Hold(self.proc.pid)
+            self.held.stop()
+
+    def release(self) -> float:
+        """Let a held worker go on; the CPU seconds its processes used while held."""
+        held, self.held = self.held, None
+        return held.release() if held is not None else 0.0
+
+    def ask_exit(self) -> bool:
+        """Ask the worker to exit (once); False when it is gone or cannot be asked."""
+        self.release()  # a stopped worker reads no request
+        if not self.asked:
+            self.asked = self.proc.poll() is None and self.send({"cmd": "exit"})
+        return self.asked
+
+    def close(self) -> None:
+        """Ask the worker to exit; kill its process group if it does not."""
+        if self.ask_exit():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=EXIT_GRACE_S)
+        self.kill()
+
+
+@dataclass
+class Side:
+    """One side of the comparison: its first pass, then one measurement per `block` call."""
+
+    mode: ClassVar[str] = "pass"
+    campaign: Campaign
+    name: str
+    tree: Path
+    first: Measurement
+    frozen: tuple[str, ...] | None
+
+    def block(
+        self, shapes: list[dict[str, Any]], block_ms: float, say: Say, *, relocate: bool = False
+    ) -> Measurement:
+        """A plain harness: a whole pass on SHAPES (block_ms and relocate do not apply)."""
+        return measure(
+            self.campaign,
+            shapes,
+            self.frozen,
+            say,
+            echo=False,
+            tree=self.tree,
+            role=f" {self.name}",
+        )
+
+    def hold(self) -> None:
+        """Keep still while the other side measures: a plain harness has no process between
+        its passes."""
+
+    def release(self) -> None:
+        """Go on after being held."""
+
+    def ask_exit(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def close_sides(sides: list[Side]) -> None:
+    """Close every side, all asked to exit first: their processes tear down (a CUDA context
+    each) side by side, not one after the other."""
+    for side in sides:
+        side.ask_exit()
+    for side in sides:
+        side.close()
+
+
+@dataclass
+class WorkerSide(Side):
+    mode: ClassVar[str] = "worker"
+    process: _Process
+    scratch: Path
+    requests: int = 0
+
+    def block(
+        self, shapes: list[dict[str, Any]], block_ms: float, say: Say, *, relocate: bool = False
+    ) -> Measurement:
+        self.requests += 1
+        csv_path = self.scratch / f"block-{self.requests}.csv"
+        shapes_path = self.scratch / f"shapes-{self.requests}.json"
+        shapes_path.write_text(json.dumps(shapes))
+        request = block_request(
+            self.requests,
+            str(csv_path),
+            str(shapes_path),
+            block_ms,
+            relocate=relocate,
+            columns=metric_inputs(self.campaign.manifest.primary_metric),
+        )
+        start = time.monotonic()
+        if not self.process.send(request):
+            raise self._died("before a block request")
+        try:
+            reply = self.process.wait_marker(
+                "reply", min(BLOCK_TIMEOUT_S, self.campaign.manifest.timeout_s)
+            )
+        except TimeoutError:
+            self.process.kill()
+            raise HarnessError(
+                f"validation ERROR: the {self.name} worker did not answer a block request within "
+                f"{min(BLOCK_TIMEOUT_S, self.campaign.manifest.timeout_s):g} s",
+                hint="its output is below; a harness that hangs in worker mode can be run pass "
+                "by pass by ignoring KGIT_WORKER",
+                details=self.process.text()[-4000:],
+            ) from None
+        if reply is None:
+            raise self._died("in the middle of a block request")
+        if reply.get("id") != self.requests or _exit_code(reply) is None:
+            self.process.kill()
+            raise HarnessError(
+                f"validation ERROR: the {self.name} worker answered block request "
+                f"{self.requests} with {reply!r}",
+                hint='a reply is {"id": <the request\'s id>, "exit": 0 or 1} '
+                "(kgit/records/protocol.py)",
+                details=self.process.text()[-4000:],
+            )
+        csv = csv_path.read_bytes() if csv_path.is_file() else None
+        if csv is not None and changed_since_written(csv, reply.get("sha256")):
+            self.process.kill()
+            raise HarnessError(
+                f"validation ERROR: the {self.name} worker's CSV changed after it was written "
+                "(its digest in the reply no longer matches)",
+                hint="something in the harness's process rewrites its figures",
+                details=self.process.text()[-4000:],
+            )
+        result = CommandResult(_exit_code(reply), time.monotonic() - start, self.process.text())
+        run = classify_harness(result, csv, BLOCK_TIMEOUT_S)
+        labels = [s["label"] for s in shapes]
+        return read_run(self.campaign, run, labels, self.frozen, digest=False, side=self.name)
+
+    def _died(self, when: str) -> HarnessError:
+        self.process.kill()
+        return HarnessError(
+            f"validation ERROR: the {self.name} worker exited {when} "
+            f"(exit {self.process.proc.returncode})",
+            hint="see its output; nothing of this validation was recorded as a verdict",
+            details=self.process.text()[-4000:],
+        )
+
+    def hold(self) -> None:
+        self.process.hold()
+
+    def release(self) -> None:
+        used = self.process.release()
+        if used > HELD_CPU_ALLOWANCE_S:
+            self.process.kill()
+            raise HarnessError(
+                f"validation ERROR: the {self.name} side's processes used {used * 1000:.0f} ms "
+                "of CPU while they were stopped for the other side's block",
+                hint="a process of its harness ran while the side was held (one stop covers "
+                "the side's process group and descendants): nothing was judged",
+                details=self.process.text()[-4000:],
+            )
+
+    def ask_exit(self) -> None:
+        self.process.ask_exit()
+
+    def close(self) -> None:
+        self.process.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def start_side(
+    campaign: Campaign,
+    name: str,
+    tree: Path,
+    shapes: list[dict[str, Any]],
+    frozen: tuple[str, ...] | None,
+    say: Say,
+    *,
+    echo: bool,
+    first_block_ms: float | None = None,
+) -> Side:
+    """Start the harness in TREE on SHAPES: its first pass, and a worker when it speaks the
+    protocol. The caller closes the side (`try/finally`). FIRST_BLOCK_MS asks a worker for a
+    first pass of blocks (the reference side: its plain timings would not be used)."""
+    return launch_side(
+        campaign, name, tree, shapes, frozen, echo=echo, first_block_ms=first_block_ms
+    ).start(say)
+
+
+@dataclass
+class Launch:
+    """A harness process started and, when HELD, waiting for `start` before its first pass
+    (kgit/records/protocol.py): its process start and imports overlap the other side's work.
+    `start` runs the first pass and returns the side; `kill` gives it up."""
+
+    campaign: Campaign
+    name: str
+    tree: Path
+    shapes: list[dict[str, Any]]
+    frozen: tuple[str, ...] | None
+    process: _Process
+    scratch: Path
+    held: bool
+
+    def start(self, say: Say) -> Side:
+        campaign, name, process = self.campaign, self.name, self.process
+        timeout_s = campaign.manifest.timeout_s
+        say(f"harness {name}: first pass on {len(self.shapes)} shape(s), as a measuring worker")
+        # A held process's time so far was its start-up, beside the other side's first pass.
+        started = time.monotonic() if self.held else process.started
+        try:
+            try:
+                ready = self._ready(timeout_s)
+            except TimeoutError:
+                process.kill()
+                returncode = None
+            else:
+                if ready is None:
+                    process.proc.wait()
+                    returncode = process.proc.returncode
+                else:
+                    returncode = _exit_code(ready)
+                    if returncode is None:
+                        process.kill()
+                        raise HarnessError(
+                            f"validation ERROR: the {name} harness said it was ready with "
+                            f"{ready!r}",
+                            hint='a ready line carries {"protocol": 1, "exit": 0 or 1} '
+                            "(kgit/records/protocol.py)",
+                            details=process.text()[-4000:],
+                        )
+            seconds = time.monotonic() - started
+            csv_path = self.scratch / "first.csv"
+            csv = csv_path.read_bytes() if csv_path.is_file() else None
+            digests = tuple(process.digests.digests)  # of the first pass, up to now
+            run = classify_harness(
+                CommandResult(returncode, seconds, process.text(), digests), csv, timeout_s
+            )
+            labels = [s["label"] for s in self.shapes]
+            first = read_run(campaign, run, labels, self.frozen, side=name)
+        except BaseException:
+            self.kill()
+            raise
+        if returncode is not None and ready is not None:
+            say(f"harness {name}: worker ready after {seconds:.1f} s")
+            return WorkerSide(campaign, name, self.tree, first, self.frozen, process, self.scratch)
+        say(f"harness {name}: no worker mode: pass by pass ({seconds:.1f} s a pass)")
+        self.kill()
+        return Side(campaign, name, self.tree, first, self.frozen)
+
+    def _ready(self, timeout_s: float) -> dict[str, Any] | None:
+        # A held worker says so first and waits for `start`. One that does not know the hold
+        # has run its pass already (beside the other side's) and says it is ready: no `start`
+        # then, which it would take for an unknown request and exit.
+        kinds = ("held", "ready") if self.held else ("ready",)
+        got = self.process.wait_any(kinds, timeout_s)
+        if got is not None and got[0] == "held":
+            self.process.send({"cmd": "start"})  # an exit right after is read below
+            got = self.process.wait_any(("ready",), timeout_s)
+        return None if got is None else got[1]
+
+    def kill(self) -> None:
+        self.process.kill()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def launch_side(
+    campaign: Campaign,
+    name: str,
+    tree: Path,
+    shapes: list[dict[str, Any]],
+    frozen: tuple[str, ...] | None,
+    *,
+    echo: bool,
+    first_block_ms: float | None = None,
+    hold: bool = False,
+) -> Launch:
+    """Start the harness process of side NAME; with HOLD it imports and waits (a worker) until
+    `Launch.start`. A harness that does not know the hold runs its pass at once: hold only a
+    harness known to be a worker."""
+    scratch = Path(tempfile.mkdtemp(prefix="kgit-worker-"))
+    csv_path, shapes_path = scratch / "first.csv", scratch / "shapes.json"
+    shapes_path.write_text(json.dumps(shapes, indent=1))
+    command = harness_command(campaign.manifest.quick_command, csv_path, shapes_path)
+    # Tethered: a worker exits when kgit's end closes its stdin, but only after its pass or block.
+    env = tether({**harness_env(tree), WORKER_ENV: "1"}, campaign.repo.common_dir)
+    if first_block_ms is not None:
+        env[FIRST_BLOCK_ENV] = f"{first_block_ms:g}"
+    if hold:
+        env[HOLD_ENV] = "1"
+    try:
+        process = _Process(command, tree, env, echo)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return Launch(campaign, name, tree, shapes, frozen, process, scratch, hold)
+
+
+def _exit_code(payload: dict[str, Any]) -> int | None:
+    """The `exit` of a ready or reply line: 0 or 1 (the contract's), else None."""
+    value = payload.get("exit")
+    return value if type(value) is int and value in (0, 1) else None

@@ -1,0 +1,81 @@
+"""One validation path: a candidate measured against a reference and judged under the campaign's
+policy (kgit/engine/measuring/policy.py). `kgit round validate` compares the round's commit with the best
+line, `kgit finish` the best line with the baseline, and `kgit baseline` calibrates the noise
+floors with the same sampling, the baseline against itself (kgit/engine/measuring/calibration.py).
+
+- `seed` (kgit/engine/measuring/policy_seed.py): the candidate's passes against the reference's stored
+  per-shape values, re-measured in the noise band (the seed's rule 3 and noise rule).
+- `interleaved` (kgit/engine/measuring/policy_interleaved.py): the reference's commit in kgit's own work
+  tree (A) and the candidate (B), each a measuring worker when the harness speaks the protocol
+  (kgit/engine/measuring/sides.py). Per shape, quads of short blocks A,B,B,A, so that the chip's
+  clock falls on both sides alike; each quad is one pair of the log-ratio statistics
+  (kgit/judge/stats.py), sampled until the verdict is settled. With a plain harness a pair is two
+  whole passes, in alternating order (kgit/engine/measuring/interleaved.py).
+
+Evidence pools: a validation of the tree and reference that earlier evidence is about adds to it
+(kgit/records/evidence.py), and the verdict is recomputed over everything measured. Every verdict
+is kgit/judge/decision.py's `decide` over the evidence: the policy's stopping rule asks it, the
+validation's verdict is its answer, and accept recomputes it from the recorded evidence
+(`rejudge`). What a validation compares and returns: kgit/engine/measuring/target.py.
+"""
+
+from __future__ import annotations
+
+from kgit.engine.campaign import Campaign
+from kgit.engine.measuring.policy import Policy, policy_named
+from kgit.engine.measuring.target import (
+    Outcome,
+    Target,
+    ran_workers,
+    standard_for,
+)
+from kgit.engine.measuring.worktree import measuring_tree
+from kgit.judge.decision import decide
+from kgit.judge.verdict import (
+    Verdict,
+)
+from kgit.progress import Say
+from kgit.records.evidence import Evidence
+
+__all__ = ["Target", "ran_workers", "rejudge", "validate"]
+
+
+def validate(
+    campaign: Campaign,
+    policy: Policy,
+    target: Target,
+    prior: Evidence | None,
+    say: Say,
+    *,
+    echo: bool,
+) -> Outcome:
+    """Measure TARGET under the campaign's POLICY, pooled with PRIOR when it is evidence about
+    the same tree and reference, and judge it."""
+    manifest = campaign.manifest
+    if prior is not None and not prior.pools_with(
+        manifest.decision_policy, None, target.candidate_tree, target.reference, target.labels
+    ):
+        prior = None
+    if prior is not None:
+        say(
+            f"pooling with {prior.validations} earlier validation(s) of this tree "
+            f"({len(prior.runs)} run(s), {len(prior.pairs)} pair(s))"
+        )
+    if prior is not None and prior.failed:  # Check is a hard gate: the same files fail again
+        prior.validations += 1
+        standard = standard_for(manifest, target.labels, target.reference_values, target.versus)
+        outcome = Outcome(prior, standard, failed_where=" (an earlier validation)")
+    else:
+        path = measuring_tree(campaign, target.candidate, "candidate", say, echo=echo)
+        outcome = policy.measure(campaign, target, path, prior, say, echo=echo)
+    outcome.judge(policy.rule)
+    return outcome
+
+
+def rejudge(campaign: Campaign, evidence: Evidence, best: dict[str, float]) -> Verdict:
+    """The verdict recomputed from recorded EVIDENCE against the best line's values BEST:
+    accept follows what the measurements say, not a decision written in a note."""
+    policy = policy_named(evidence.policy)
+    floors = policy.floors(campaign, evidence.labels, "best")
+    standard = standard_for(campaign.manifest, evidence.labels, best, "best", floors)
+    return decide(evidence, standard, policy.rule).verdict

@@ -1,0 +1,257 @@
+"""A round's accept: the verdict rechecked from the record (not the note), then the best line
+fast-forwarded to the round's commit and the round closed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgit.engine.campaign import Campaign, now
+from kgit.engine.guards.gate import ensure_gated
+from kgit.engine.guards.rule11_scan import rule11_findings
+from kgit.engine.guards.seal import require_unchanged
+from kgit.engine.measuring.passes import best_values
+from kgit.engine.measuring.physical_floor import impossible
+from kgit.engine.measuring.validation import rejudge
+from kgit.engine.recovery import interrupted_close
+from kgit.engine.rounds.round import (
+    active_labels,
+    commit_words,
+    current_round,
+    keep_words,
+    leave_round_branch,
+    links_out,
+    mark_round,
+    protected_changes,
+    recorded_evidence,
+    require_on_best,
+    require_still_open,
+    round_at,
+    stale_base,
+)
+from kgit.engine.sharing.follow import follow_branch
+from kgit.errors import KgitError
+from kgit.progress import Say
+from kgit.records.evidence import Evidence
+from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
+
+
+def accept_round(
+    campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Accept the open round. Its checks read the record and the best line before taking the
+    lock (the gate may run meanwhile), so a second accept of the same round can fail any of
+    them once the first has moved the best line; such a refusal says what really happened.
+    WORDS: what the user says of the round (attribution, lesson), kept in its note."""
+    try:
+        return _accept(campaign, say, echo=echo, words=words or {})
+    except KgitError as error:
+        raise _closed_meanwhile(campaign, error) from None
+
+
+def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
+    """ERROR, unless the round it was about was closed by another kgit process meanwhile."""
+    try:
+        started = current_round(campaign)
+    except KgitError:
+        return error
+    with campaign.repo.write_lock():  # a winning accept is seen whole: best line and record
+        still_open = campaign.reload().state.open_numbered(started.number)
+    if still_open is not None:
+        return error
+    return KgitError(
+        f"round-{started.number} was closed by another kgit process while this accept checked it",
+        hint="kgit status; kgit log shows how it ended",
+        details=f"(this accept had found: {error.message})",
+    )
+
+
+def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) -> dict[str, Any]:
+    hint = f"change the kernel, {commit_words(campaign)}, then kgit round validate"
+    at = round_at(campaign, "accept", trusted_for="accept (it may run the gate)", commit_hint=hint)
+    open_round, tip = at.open_round, at.tip
+    note = _recorded_note(campaign, open_round, tip)
+    interrupted = interrupted_close(open_round, tip, at.best_tip, note.status)
+    if interrupted is None:
+        require_on_best(campaign, at, "accept")
+    if interrupted == ROLLBACK:
+        raise KgitError(
+            f"round-{note.round} is being rolled back (an earlier rollback was interrupted)",
+            hint="kgit round rollback finishes it",
+        )
+    if interrupted == ACCEPT:  # the best line already holds it: only the record is left to do
+        return accept_under_lock(campaign, open_round, tip, say, completing=True, words=words)
+    # The decision below comes from the record, never from the notes ref; one that differs is
+    # still a reason to stop: someone rewrote the campaign's published record.
+    require_unchanged(campaign, ("rounds", "gate"), f"accept round-{note.round}")
+    if note.decision not in ACCEPTING:
+        raise KgitError(
+            f"the verdict of round-{note.round} is {note.decision or note.status}: not accepted",
+            hint='kgit round rollback --reason "..." (the commit stays reachable)',
+            details="\n".join(note.reasons),
+        )
+    evidence = _evidence_that_accepts(campaign, note, tip)
+    _require_change_allowed(campaign, evidence, tip)
+    _require_real(campaign, note.round, evidence, tip)
+    ensure_gated(campaign, tip, say, echo=echo)
+    return accept_under_lock(campaign, open_round, tip, say, words=words)
+
+
+def _recorded_note(campaign: Campaign, open_round: OpenRound, tip: str) -> RoundNote:
+    """The round's note on TIP as kgit recorded it; a note that only the notes ref shows (copied
+    by an amend or a rebase, or written by hand) is none."""
+    note = campaign.read_round(tip)
+    if note is not None and note.round == open_round.number:
+        return note
+    shown = note is None and campaign.repo.note_read(campaign.refs.round_notes, tip)
+    raise KgitError(
+        f"round-{open_round.number}'s commit {tip[:10]} has no verdict kgit recorded"
+        + (
+            ": the note git shows on it was copied there (an amend or a rebase after "
+            "validate) or written by hand, and a verdict about other files than its commit "
+            "holds counts for nothing"
+            if shown
+            else ""
+        ),
+        hint="kgit round validate (after the last commit)",
+    )
+
+
+def _evidence_that_accepts(campaign: Campaign, note: RoundNote, tip: str) -> Evidence:
+    """The evidence recorded about TIP's files on the round's active shapes, measured against
+    the best line's tip, with the verdict recomputed from it: it must accept."""
+    tree = campaign.repo.tree_of(tip)
+    if note.tree != tree:
+        raise KgitError(
+            f"round-{note.round}'s verdict is about other files than its commit {tip[:10]} holds "
+            "(amended or rebased after validate?)",
+            hint="kgit round validate measures these files; accept follows its verdict",
+        )
+    evidence = recorded_evidence(campaign, note.round, tree)
+    expected = active_labels(campaign, note.level == "full")
+    if evidence is None or evidence.tree != tree or evidence.labels != expected:
+        raise KgitError(
+            f"round-{note.round} has no recorded evidence about its commit's files on its "
+            "active shapes",
+            hint="kgit round validate (accept judges from what kgit recorded, not from the note)",
+        )
+    if evidence.reference != campaign.best_tip():
+        raise KgitError(
+            f"round-{note.round} was measured against {evidence.reference[:10]}, not the best "
+            "line's tip",
+            hint="kgit round validate measures it against the best line as it is",
+        )
+    line = campaign.repo.rev_list(evidence.reference, first_parent=True)
+    recomputed = rejudge(campaign, evidence, best_values(campaign.all_rounds(), line))
+    if not recomputed.accepts:
+        raise KgitError(
+            f"round-{note.round}'s stored evidence does not support its verdict "
+            f"({recomputed.decision}: {'; '.join(recomputed.reasons)})",
+            hint="kgit round validate records a verdict from new measurements",
+        )
+    return evidence
+
+
+def _require_change_allowed(campaign: Campaign, evidence: Evidence, tip: str) -> None:
+    """The round's change may not touch a protected path nor link out of the repository."""
+    changed = protected_changes(campaign, tip)
+    if changed:
+        raise KgitError(
+            f"protected path(s) changed since baseline: {', '.join(changed)}",
+            hint="protected-path changes are never accepted; roll the round back",
+        )
+    linked = links_out(campaign, tip, campaign.repo.changed_paths(evidence.reference, tip))
+    if linked:
+        raise KgitError(
+            f"symbolic link(s) out of the repository: {', '.join(linked)}",
+            hint="the code a round measures must be in git: commit the file itself, then validate",
+        )
+
+
+def _require_real(campaign: Campaign, number: int, evidence: Evidence, tip: str) -> None:
+    """Accept re-checks, from the record and the commit rather than the note, the physical
+    floor of the recorded rates and rule 11 on the round's change."""
+    over, _ = impossible(campaign, evidence.rates)
+    if over:
+        raise KgitError(
+            f"round-{number}'s recorded measurements are faster than the device allows",
+            hint='kgit round rollback --reason "..." (an impossible rate is never a gain)',
+            details="\n".join(over),
+        )
+    findings = rule11_findings(campaign.repo, evidence.reference, tip)
+    if findings:
+        raise KgitError(
+            f"round-{number} adds {len(findings)} training shortcut(s) or tampering (a gain that "
+            "would vanish in a real training step)",
+            hint='kgit round rollback --reason "training shortcut" (kgit show lists the findings)',
+            details="\n".join(f.describe() for f in findings),
+        )
+
+
+def accept_under_lock(
+    campaign: Campaign,
+    open_round: OpenRound,
+    tip: str,
+    say: Say,
+    *,
+    completing: bool = False,
+    words: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Fast-forward the best line to TIP, then record it. The best line moves first: a kill
+    after it leaves an interrupted accept that accept and rollback both complete."""
+    best_ref, repo = campaign.refs.best, campaign.repo
+    with repo.write_lock():
+        current = campaign.reload()
+        require_still_open(current, open_round, tip)
+        if completing:  # said only now: a concurrent accept that already won looks the same
+            say(f"round-{open_round.number}: completing an interrupted accept")
+        best_tip = current.best_tip()
+        if not repo.is_ancestor(best_tip, tip):  # the compare-and-swap's "old" is not below us
+            raise stale_base(current, open_round, best_tip, "accept")
+        note = _accepting_note(current, open_round, tip)
+        if best_tip != tip:
+            repo.update_ref(best_ref, tip, best_tip, f"kgit: accept round-{open_round.number}")
+        status = _record_accept(current, open_round, tip, note, words or {})
+        # Under the lock, so that a later accept finds the trees that follow at this tip. A
+        # completed accept's move was interrupted before the trees followed it from the parent.
+        old = best_tip if best_tip != tip else open_round.parent
+        trees = follow_branch(repo, best_ref, old, tip, say)
+    leave_round_branch(campaign, open_round.number)
+    # The result is said once, by the command (kgit/views/commands.py), not also as progress.
+    return {
+        "campaign": campaign.name,
+        "round": open_round.number,
+        "status": status,
+        "best": tip,
+        "commit": tip,
+        "kept_at": campaign.refs.kept(open_round.number),
+        "work_trees": trees,
+    }
+
+
+def _accepting_note(current: Campaign, open_round: OpenRound, tip: str) -> RoundNote:
+    """The note of TIP as read under the lock: it must still hold an accepting verdict of the
+    round (a validation may have run again since the command read it)."""
+    note = current.read_round(tip)
+    if note is None or note.round != open_round.number or note.decision not in ACCEPTING:
+        raise KgitError(
+            f"no accepting verdict of round-{open_round.number} is recorded on its commit "
+            f"{tip[:10]} (any more)",
+            hint='kgit status; kgit round rollback --reason "..." if the verdict says so',
+        )
+    return note
+
+
+def _record_accept(
+    current: Campaign, open_round: OpenRound, tip: str, note: RoundNote, words: dict[str, str]
+) -> str:
+    """Mark TIP's NOTE accepted with WORDS (attribution, lesson), keep the commit, close the
+    round. Returns the status."""
+    assert note.decision is not None  # _accepting_note checked it
+    if note.status not in ACCEPTING:  # an accept completed again keeps its first time
+        note.status, note.decided_at = note.decision, now()
+    keep_words(note, words)
+    mark_round(current, open_round.number, tip, note)
+    current.state.close_round(open_round.number)
+    current.save(f"round-{open_round.number} {note.status}")
+    return note.status

@@ -1,0 +1,1 @@
+"""Sharing: a campaign's record between clones, through push, pull and publish."""
