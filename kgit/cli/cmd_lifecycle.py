@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from kgit.views.commands import (
     render_revision,
     render_template,
 )
+
+if TYPE_CHECKING:
+    from kgit.records.manifest import Manifest
 
 
 @cli.command()
@@ -86,17 +89,8 @@ def init(
     refs/kgit/NAME/campaign, the commit gate installed (chaining any existing hook),
     and git told to carry kgit's notes through amend and rebase.
     """
-    from kgit.engine.lifecycle.define import (
-        ask_missing,
-        load_shapes_file,
-        missing_fields,
-        render_target,
-        require_complete,
-        write_template,
-    )
+    from kgit.engine.lifecycle.define import load_shapes_file, write_template
     from kgit.engine.lifecycle.init import init_campaign
-    from kgit.records.manifest import load_manifest_fields, parse_manifest
-    from kgit.records.yamltext import read_text_capped
 
     fields = {k: v for k, v in overrides.items() if v is not None}
     if kernel_source:
@@ -107,6 +101,32 @@ def init(
         written = write_template(obj.repo().root, from_template, fields)
         emit(written, as_json, lambda r: render_template(name, r))
         return
+    manifest = _confirmed_manifest(obj, name, manifest_file, fields, ask)
+    result = init_campaign(obj.repo(), name, manifest)
+    emit(
+        result,
+        as_json,
+        lambda r: (
+            f"campaign {r['campaign']} created at {r['base'][:10]}; best line {r['best']}\n"
+            f"hooks installed: {', '.join(r['hooks'])}\nnext: kgit baseline"
+        ),
+    )
+
+
+def _confirmed_manifest(
+    obj: Ctx, name: str, manifest_file: Path | None, fields: dict[str, Any], ask: bool | None
+) -> Manifest:
+    """The manifest of MANIFEST_FILE with FIELDS over it; a missing field asked for (on a
+    terminal, or with ASK) and the whole target confirmed, else an error that lists them."""
+    from kgit.engine.lifecycle.define import (
+        ask_missing,
+        missing_fields,
+        render_target,
+        require_complete,
+    )
+    from kgit.records.manifest import load_manifest_fields, parse_manifest
+    from kgit.records.yamltext import read_text_capped
+
     text, source = "", "command-line fields"
     if manifest_file is not None:
         text = read_text_capped(manifest_file)
@@ -126,15 +146,7 @@ def init(
             raise KgitError(
                 "the target was not confirmed: nothing written", hint=f"kgit init {name}"
             )
-    result = init_campaign(obj.repo(), name, manifest)
-    emit(
-        result,
-        as_json,
-        lambda r: (
-            f"campaign {r['campaign']} created at {r['base'][:10]}; best line {r['best']}\n"
-            f"hooks installed: {', '.join(r['hooks'])}\nnext: kgit baseline"
-        ),
-    )
+    return manifest
 
 
 def _prompt(question: str, default: str | None) -> str:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kgit.engine.campaign import Campaign, write_cache
+from kgit.engine.campaign import Campaign
 from kgit.engine.guards.seal import drifts
+from kgit.engine.note_cache import write_cache
 from kgit.judge.scoring import pct
 from kgit.records.notes import BASELINE, ROLLED_BACK, UNRECORDED, RoundNote
 

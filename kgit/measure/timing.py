@@ -209,7 +209,27 @@ def _time_cuda_events(
     # far: timed calls can cost the host more than the warm-up's. On an H200 the GPU caught up
     # in 426 of 458 calls of an RMSNorm backward led by the warm-up's figure alone (each timed
     # call has a fresh graph, presumably allocating gradients the warm-up's replayed graph had).
-    chunk_host_ms = [warm_up.host_ms]
+    caught_up = _led_chunks(timed_call, pool, starts, ends, warm_up.host_ms)
+    torch.cuda.synchronize()
+    if caught_up:
+        warnings.warn(
+            f"{caught_up} of {len(pool)} timed calls may have timed the host: the GPU caught up "
+            "with the host's queue (is the machine busy?)",
+            stacklevel=3,
+        )
+    return Timing.from_samples(_elapsed(starts, ends), method + "+lead", caught_up)
+
+
+def _led_chunks(
+    timed_call: Callable[[T, torch.cuda.Event, torch.cuda.Event], None],
+    pool: list[T],
+    starts: list[torch.cuda.Event],
+    ends: list[torch.cuda.Event],
+    warm_host_ms: float,
+) -> int:
+    """Time POOL in chunks, each queued behind a GPU-side sleep that lets the host lead
+    (_time_cuda_events says why and how long); returns how many calls the GPU caught up on."""
+    chunk_host_ms = [warm_host_ms]
     caught_up = 0
     for first in range(0, len(pool), QUEUED_CALLS):
         part = range(first, min(first + QUEUED_CALLS, len(pool)))
@@ -219,7 +239,7 @@ def _time_cuda_events(
         # later ones not): it gets the capped lead; later chunks follow what chunks measured.
         per_call_ms = min(
             statistics.median(chunk_host_ms) if first else math.inf,
-            LEAD_GROWTH_CAP * warm_up.host_ms,
+            LEAD_GROWTH_CAP * warm_host_ms,
         )
         _gpu_sleep(LEAD_MARGIN * per_call_ms * len(part) + 0.05)
         lead = torch.cuda.Event()
@@ -230,14 +250,7 @@ def _time_cuda_events(
         chunk_host_ms.append((time.perf_counter() - queued) * 1e3 / len(part))
         if lead.query():
             caught_up += len(part)
-    torch.cuda.synchronize()
-    if caught_up:
-        warnings.warn(
-            f"{caught_up} of {len(pool)} timed calls may have timed the host: the GPU caught up "
-            "with the host's queue (is the machine busy?)",
-            stacklevel=3,
-        )
-    return Timing.from_samples(_elapsed(starts, ends), method + "+lead", caught_up)
+    return caught_up
 
 
 def _elapsed(starts: list[torch.cuda.Event], ends: list[torch.cuda.Event]) -> list[float]:

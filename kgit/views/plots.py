@@ -57,30 +57,54 @@ def plot_aggregate(
     kept = in_line_order(accepted, line)
     dropped = [(v.number, y) for v, y in points if y is not None and not v.accepted]
     if kept:
-        # The best line holds its level until the next accept: a step, not a slope.
-        steps = best_line_steps(kept)
-        ax.plot(
-            *zip(*steps, strict=True),
-            "-o",
-            drawstyle="steps-post",
-            color="tab:blue",
-            label="accepted (best line)",
-        )
-        for (number, _), (x, value) in zip(kept, steps, strict=True):
-            if x != number:  # taken by the line after a higher-numbered round
-                ax.annotate(
-                    f"round-{number}",
-                    (x, value),
-                    xytext=(4, 0),
-                    textcoords="offset points",
-                    va="center",
-                    fontsize=8,
-                )
-        last = max(v.number for v in views)
-        if last > steps[-1][0]:  # the best line holds its level through later rolled-back rounds
-            ax.plot([steps[-1][0], last], [steps[-1][1]] * 2, "--", color="tab:blue", lw=1)
+        _best_line(ax, kept, max(v.number for v in views))
     if dropped:
         ax.plot(*zip(*dropped, strict=True), "x", color="tab:red", ms=9, mew=2, label="rolled back")
+    _mark_unmeasured(ax, views, points)
+    base = next(((v.number, y) for v, y in points if v.is_baseline and y is not None), None)
+    if base is not None:
+        ax.axhline(base[1], color="gray", ls="--", lw=1)
+        ax.plot([base[0]], [base[1]], "*", color="black", ms=14, label="baseline (round-1)")
+    ax.set_xlabel("round")
+    ax.set_ylabel(f"{metric} (geomean)")
+    ax.set_title(f"{metric} per round, on the {len(labels)} quick-validation shapes")
+    ax.grid(alpha=0.3)
+    # Below the axes: inside, "best" still covered the lines once the legend had five entries.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=9, frameon=False)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    fig.savefig(path, format="png", bbox_inches="tight")  # the legend is outside
+    plt.close(fig)
+    return path
+
+
+def _best_line(ax: Any, kept: list[tuple[int, float]], last: int) -> None:
+    """The accepted rounds KEPT as the best line's steps, carried on to round LAST."""
+    # The best line holds its level until the next accept: a step, not a slope.
+    steps = best_line_steps(kept)
+    ax.plot(
+        *zip(*steps, strict=True),
+        "-o",
+        drawstyle="steps-post",
+        color="tab:blue",
+        label="accepted (best line)",
+    )
+    for (number, _), (x, value) in zip(kept, steps, strict=True):
+        if x != number:  # taken by the line after a higher-numbered round
+            ax.annotate(
+                f"round-{number}",
+                (x, value),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
+            )
+    if last > steps[-1][0]:  # the best line holds its level through later rolled-back rounds
+        ax.plot([steps[-1][0], last], [steps[-1][1]] * 2, "--", color="tab:blue", lw=1)
+
+
+def _mark_unmeasured(ax: Any, views: list[RoundView], points: list[tuple[RoundView, Any]]) -> None:
+    """Rounds with no aggregate: rolled back before a commit, or never measured."""
     for lost in [v.number for v in views if v.note is None]:
         ax.axvline(lost, color="tab:red", ls=":", lw=1, alpha=0.6)
     if any(v.note is None for v in views):
@@ -98,21 +122,6 @@ def plot_aggregate(
             color="tab:orange",
             label="not measured (gate failed, or rolled back before validation)",
         )
-    base = next(((v.number, y) for v, y in points if v.is_baseline and y is not None), None)
-    if base is not None:
-        ax.axhline(base[1], color="gray", ls="--", lw=1)
-        ax.plot([base[0]], [base[1]], "*", color="black", ms=14, label="baseline (round-1)")
-    ax.set_xlabel("round")
-    ax.set_ylabel(f"{metric} (geomean)")
-    ax.set_title(f"{metric} per round, on the {len(labels)} quick-validation shapes")
-    ax.grid(alpha=0.3)
-    # Below the axes: inside, "best" still covered the lines once the legend had five entries.
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=9, frameon=False)
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
-    fig.savefig(path, format="png", bbox_inches="tight")  # the legend is outside
-    plt.close(fig)
-    return path
 
 
 def plot_speedup(rows: list[dict[str, Any]], path: Path) -> Path:

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kgit.engine.campaign import Campaign, NoteCache
+from kgit.engine.campaign import Campaign
 from kgit.engine.guards import seal
+from kgit.engine.note_cache import NoteCache
 from kgit.engine.recovery import (
     RoundBranch,
     closed_round_checked_out,

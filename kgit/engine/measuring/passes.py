@@ -99,21 +99,48 @@ def read_run(
     A FAIL that the harness said was an out-of-memory is an error of SIDE's memory, never the
     kernel's FAIL."""
     tail = run.result.tail
+    csv = _ran(run)
+    if digest:
+        _require_its_digest(run, csv)
+    try:
+        table = parse_bench_csv(csv, campaign.manifest.primary_metric, frozen)
+    except SchemaError as exc:
+        raise HarnessError(
+            f"validation ERROR: {exc.message}",
+            hint=exc.hint,
+            details="\n".join(filter(None, [exc.details, "harness output:", tail[-4000:]])),
+        ) from None
+    _require_shapes(table.labels, labels, tail)
+    result = score(table, campaign.manifest.primary_metric, labels)
+    _require_exit_agrees(run.result.returncode, result.failing, tail)
+    require_memory(result.failing, tail, side)
+    fingerprint = {**parse_fingerprint(tail), **command_facts(campaign.manifest.quick_command)}
+    return Measurement(csv, table, result, run.result.seconds, tail, fingerprint)
+
+
+def _ran(run: HarnessRun) -> bytes:
+    """RUN's CSV, or the error of a harness that could not run or wrote none."""
     if run.status == "unavailable":
         raise KgitError(
             "the harness cannot run on this machine (it exited 2)",
             hint="run this step where the target GPU is; nothing was recorded",
-            details=tail[-4000:],
+            details=run.result.tail[-4000:],
         )
     if run.status == "error" or run.csv is None:
         raise HarnessError(
             f"validation ERROR: {run.problem}",
             hint="see the harness output above",
-            details=tail[-4000:],
+            details=run.result.tail[-4000:],
         )
+    return run.csv
+
+
+def _require_its_digest(run: HarnessRun, csv: bytes) -> None:
+    """The CSV is the one the harness wrote: one digest printed, and it still matches."""
+    tail = run.result.tail
     digests = run.result.digests if run.result.digests is not None else (written_digest(tail),)
     printed = [d for d in digests if d is not None]
-    if digest and len(printed) > 1:
+    if len(printed) > 1:
         raise HarnessError(
             f"validation ERROR: the pass printed {len(printed)} CSV digests: the harness prints "
             "one, right after writing its CSV; another line in its process forged one",
@@ -121,23 +148,18 @@ def read_run(
             "findings)",
             details=tail[-4000:],
         )
-    if digest and changed_since_written(run.csv, printed[0] if printed else None):
+    if changed_since_written(csv, printed[0] if printed else None):
         raise HarnessError(
             "validation ERROR: the CSV changed after the harness wrote it (its digest, printed "
             "when written, no longer matches): something in the harness's process rewrote it",
             hint="look for code that runs at exit in the change (kgit show N lists findings)",
             details=tail[-4000:],
         )
-    try:
-        table = parse_bench_csv(run.csv, campaign.manifest.primary_metric, frozen)
-    except SchemaError as exc:
-        raise HarnessError(
-            f"validation ERROR: {exc.message}",
-            hint=exc.hint,
-            details="\n".join(filter(None, [exc.details, "harness output:", tail[-4000:]])),
-        ) from None
-    extra = sorted(set(table.labels) - set(labels))
-    missing = [label for label in labels if label not in table.labels]
+
+
+def _require_shapes(found: list[str], labels: list[str], tail: str) -> None:
+    extra = sorted(set(found) - set(labels))
+    missing = [label for label in labels if label not in found]
     if extra or missing:
         raise HarnessError(
             "validation ERROR: the CSV's shapes are not the ones asked for"
@@ -146,20 +168,19 @@ def read_run(
             hint="the harness must measure exactly the shapes passed with --shapes",
             details=tail[-4000:],
         )
-    result = score(table, campaign.manifest.primary_metric, labels)
-    some_fail = run.result.returncode == HARNESS_SOME_FAIL
-    if some_fail != bool(result.failing):
+
+
+def _require_exit_agrees(returncode: int | None, failing: list[str], tail: str) -> None:
+    some_fail = returncode == HARNESS_SOME_FAIL
+    if some_fail != bool(failing):
         said = "some shape FAILed" if some_fail else "every shape PASSed"
         raise HarnessError(
-            f"validation ERROR: the harness exited {run.result.returncode} ({said}) but its CSV "
-            + (f"has FAIL rows ({', '.join(result.failing)})" if result.failing else "has none")
+            f"validation ERROR: the harness exited {returncode} ({said}) but its CSV "
+            + (f"has FAIL rows ({', '.join(failing)})" if failing else "has none")
             + ": exit and Check disagree",
             hint="the contract: exit 0 when every shape passes, 1 when some shape fails",
             details=tail[-4000:],
         )
-    require_memory(result.failing, tail, side)
-    fingerprint = {**parse_fingerprint(tail), **command_facts(campaign.manifest.quick_command)}
-    return Measurement(run.csv, table, result, run.result.seconds, tail, fingerprint)
 
 
 _SIDES = {"A": "side A (the reference)", "B": "side B (the candidate)"}

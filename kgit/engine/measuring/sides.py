@@ -10,170 +10,33 @@ A SIGKILL of kgit is no way out it sees: the next measurement kills the side (kg
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import queue
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
-from kgit import progress
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.holding import HELD_CPU_ALLOWANCE_S, Hold
+from kgit.engine.measuring.holding import HELD_CPU_ALLOWANCE_S
 from kgit.engine.measuring.passes import HarnessError, Measurement, harness_env, measure, read_run
+from kgit.engine.measuring.side_process import SideProcess
 from kgit.engine.orphans import tether
-from kgit.engine.runner import TAIL_BYTES, CommandResult, classify_harness, harness_command
+from kgit.engine.runner import CommandResult, classify_harness, harness_command
 from kgit.progress import Say
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
     HOLD_ENV,
     WORKER_ENV,
-    DigestLines,
     block_request,
     changed_since_written,
-    parse_marker,
 )
 from kgit.records.schema import metric_inputs
 
 # How long a block request may take before the worker is taken for hung: a block times tens of
 # milliseconds; the first block of a shape also prepares its inputs and graph.
 BLOCK_TIMEOUT_S = 300.0
-EXIT_GRACE_S = 5.0
-
-
-class _Process:
-    """A harness process with its output pumped into a bounded tail and marker lines queued."""
-
-    def __init__(self, command: str, cwd: Path, env: dict[str, str], echo: bool) -> None:
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            command,
-            shell=True,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: killed whole
-        )
-        self.tail: deque[bytes] = deque()
-        self.digests = DigestLines()  # of the whole output, not only the kept tail
-        self.asked = False  # asked to exit
-        self.held: Hold | None = None  # stopped while the other side measures
-        self.markers: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
-        assert self.proc.stdout is not None
-        self.reader = threading.Thread(
-            target=self._pump, args=(self.proc.stdout, echo), daemon=True
-        )
-        self.reader.start()
-
-    def _pump(self, stream: IO[bytes], echo: bool) -> None:
-        held = 0  # bytes in the tail, kept as a count: summing per line is quadratic
-        # Lines are read at most TAIL_BYTES at a time: a harness printing one endless line
-        # cannot exhaust kgit's memory.
-        # A marker comes after a newline of its own (the harness's output may end mid-line):
-        # a blank line is echoed only once the next line shows it was not that newline, or a
-        # worker's every block reply would print an empty line.
-        blank: bytes | None = None
-        for line in iter(lambda: stream.readline(TAIL_BYTES), b""):
-            self.digests.feed(line)
-            marker = parse_marker(line.decode(errors="replace").rstrip("\r\n"))
-            if marker is not None:
-                self.markers.put(marker)
-                blank = None
-                continue
-            self.tail.append(line)
-            held += len(line)
-            while held > TAIL_BYTES and len(self.tail) > 1:
-                held -= len(self.tail.popleft())
-            if echo:
-                if blank is not None:
-                    progress.echo(blank)
-                    blank = None
-                if line.rstrip(b"\r\n"):
-                    progress.echo(line)
-                else:
-                    blank = line
-        if blank is not None:  # the output's last line, no marker after it
-            progress.echo(blank)
-        self.markers.put(("eof", {}))
-
-    def text(self) -> str:
-        return b"".join(self.tail)[-TAIL_BYTES:].decode(errors="replace")
-
-    def wait_marker(self, kind: str, timeout_s: float) -> dict[str, Any] | None:
-        """The next KIND marker's payload; None when the process closed its output first.
-        Raises TimeoutError when neither comes within TIMEOUT_S."""
-        got = self.wait_any((kind,), timeout_s)
-        return None if got is None else got[1]
-
-    def wait_any(
-        self, kinds: tuple[str, ...], timeout_s: float
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The next marker of one of KINDS, as (kind, payload); None at the end of the output."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            try:
-                got, payload = self.markers.get(timeout=left)
-            except queue.Empty:
-                raise TimeoutError from None
-            if got == "eof":
-                self.markers.put((got, payload))  # the end stays the end for a later wait
-                return None
-            if got in kinds:
-                return got, payload
-
-    def send(self, request: dict[str, Any]) -> bool:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return False
-        return True
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self.reader.join(timeout=5)
-
-    def hold(self) -> None:
-        """Stop the worker's processes while the other side measures (kgit/engine/measuring/holding.py)."""
-        if self.held is None and self.proc.poll() is None:
-            self.held = Hold(self.proc.pid)
-            self.held.stop()
-
-    def release(self) -> float:
-        """Let a held worker go on; the CPU seconds its processes used while held."""
-        held, self.held = self.held, None
-        return held.release() if held is not None else 0.0
-
-    def ask_exit(self) -> bool:
-        """Ask the worker to exit (once); False when it is gone or cannot be asked."""
-        self.release()  # a stopped worker reads no request
-        if not self.asked:
-            self.asked = self.proc.poll() is None and self.send({"cmd": "exit"})
-        return self.asked
-
-    def close(self) -> None:
-        """Ask the worker to exit; kill its process group if it does not."""
-        if self.ask_exit():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=EXIT_GRACE_S)
-        self.kill()
 
 
 @dataclass
@@ -227,7 +90,7 @@ def close_sides(sides: list[Side]) -> None:
 @dataclass
 class WorkerSide(Side):
     mode: ClassVar[str] = "worker"
-    process: _Process
+    process: SideProcess
     scratch: Path
     requests: int = 0
 
@@ -349,7 +212,7 @@ class Launch:
     tree: Path
     shapes: list[dict[str, Any]]
     frozen: tuple[str, ...] | None
-    process: _Process
+    process: SideProcess
     scratch: Path
     held: bool
 
@@ -440,7 +303,7 @@ def launch_side(
     if hold:
         env[HOLD_ENV] = "1"
     try:
-        process = _Process(command, tree, env, echo)
+        process = SideProcess(command, tree, env, echo)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise

@@ -131,27 +131,7 @@ def start_round(
             "a round needs its hypothesis",
             hint='kgit round start "bigger BLOCK_K halves the K loop"',
         )
-    state = campaign.state
-    if not state.baselined:
-        raise KgitError("the campaign has no baseline yet", hint="kgit baseline")
-    if state.finished and not reopen:
-        raise KgitError(
-            f"campaign {campaign.name} is finished",
-            hint='start a new campaign, or kgit round start --reopen "HYPOTHESIS" to go on',
-        )
-    if state.open_round is not None and worktree is None:
-        raise KgitError(
-            f"round-{state.open_round.number} is still in progress: one change at a time",
-            hint="kgit status says what it needs next (validate, then accept or rollback); "
-            "rounds in parallel each take a work tree of their own (kgit worker, or kgit round "
-            "start --worktree PATH)",
-        )
-    if state.next_round - 1 >= campaign.manifest.max_iterations:
-        raise KgitError(
-            f"max_iterations ({campaign.manifest.max_iterations}) reached",
-            hint="the campaign should end here (kgit report); to go on, raise max_iterations: "
-            "kgit manifest edit",
-        )
+    _require_startable(campaign, reopen=reopen, in_worktree=worktree is not None)
     repo = campaign.repo
     if worktree is None:
         require_clean(repo, "start a round")
@@ -188,6 +168,32 @@ def start_round(
         "gate_installed": not hooks_missing(repo),
         "commit": commit_words(campaign),
     }
+
+
+def _require_startable(campaign: Campaign, *, reopen: bool, in_worktree: bool) -> None:
+    """Refuse a round the campaign cannot take now: no baseline, finished (unless REOPEN),
+    one already open here (a round IN_WORKTREE runs beside it), or no iteration left."""
+    state = campaign.state
+    if not state.baselined:
+        raise KgitError("the campaign has no baseline yet", hint="kgit baseline")
+    if state.finished and not reopen:
+        raise KgitError(
+            f"campaign {campaign.name} is finished",
+            hint='start a new campaign, or kgit round start --reopen "HYPOTHESIS" to go on',
+        )
+    if state.open_round is not None and not in_worktree:
+        raise KgitError(
+            f"round-{state.open_round.number} is still in progress: one change at a time",
+            hint="kgit status says what it needs next (validate, then accept or rollback); "
+            "rounds in parallel each take a work tree of their own (kgit worker, or kgit round "
+            "start --worktree PATH)",
+        )
+    if state.next_round - 1 >= campaign.manifest.max_iterations:
+        raise KgitError(
+            f"max_iterations ({campaign.manifest.max_iterations}) reached",
+            hint="the campaign should end here (kgit report); to go on, raise max_iterations: "
+            "kgit manifest edit",
+        )
 
 
 def commit_words(campaign: Campaign) -> str:
