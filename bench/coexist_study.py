@@ -1,4 +1,4 @@
-"""Where does a measuring worker's own steady offset come from? Processes of one memory-bound
+"""Where does a resident harness's own steady offset come from? Processes of one memory-bound
 kernel (RMSNorm 32768x8192) that coexist, as kgit's A and B workers do, read ~1% apart, steadily
 within each pair (bench/worker_pair.py), while buffer placements within one process spread by
 ~0.1% (bench/placement_study.py).
@@ -79,7 +79,7 @@ def child(args: argparse.Namespace) -> None:
             build(0 if index == 0 else rng.randrange(1, args.max_pad_mb // 2) * 2)
 
     if args.unit == "kgit":
-        # The unit as a measuring worker builds it: kgit's block mode around the memory
+        # The unit as a resident harness builds it: kgit's block mode around the memory
         # template's forward (and, with --backward, its backward block after each forward).
         from kgit.measure.fwdbwd import time_backward, time_forward
         from kgit.measure.timing import block_mode

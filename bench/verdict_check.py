@@ -193,8 +193,8 @@ class Campaign:
 # Progress lines of `kgit round validate` that end a phase, and the phase they end.
 PHASES = (
     ("gate", re.compile(r"^kgit: gate: ")),
-    ("B ready", re.compile(r"^kgit: harness B: worker ready")),
-    ("A ready", re.compile(r"^kgit: harness A: worker ready")),
+    ("B ready", re.compile(r"^kgit: harness B: resident, ready")),
+    ("A ready", re.compile(r"^kgit: harness A: resident, ready")),
     ("quads", re.compile(r"^kgit: pair \d+ ")),
 )
 

@@ -1,8 +1,8 @@
-"""Two measuring workers of one kernel (A/A): does how they were started move their ratio?
+"""Two resident harnesses of one kernel (A/A): does how they were started move their ratio?
 
     python3 bench/worker_pair.py --quads 16 --repeat 2
 
-Speaks kgit's worker protocol (kgit/records/protocol.py) to two processes of the bundled RMSNorm
+Speaks kgit's resident-harness protocol (kgit/records/protocol.py) to two processes of the bundled RMSNorm
 example's harness, as `kgit round validate` does under `decision_policy: interleaved`, and times
 quads of blocks (A,B,B,A then B,A,A,B) on each shape. Per start-up order it prints the B/A ratio
 of each shape's Forward GB/s with a 95% interval over the quads:

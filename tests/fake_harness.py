@@ -8,7 +8,7 @@ exp(N(0, S)), fresh each run; `boost.NAME: F` multiplies every speed by F (each 
 changes to different lines merge); `speeds: A,B,...` with `counter: PATH` gives the n-th run (counted
 in the file PATH) speed A, B, ... in turn.
 
-Started by kgit with KGIT_WORKER=1, a kernel with the flag `worker` speaks the measuring worker
+Started by kgit with KGIT_WORKER=1, a kernel with the flag `worker` speaks the resident harness
 protocol (kgit/records/protocol.py, written out here: a harness need not import kgit);
 `worker_crash_at: N` exits in the middle of the N-th block request, `worker_hang_at: N` never
 answers it, `print_ready: LINE` says it is ready with LINE; `hold` makes it honour
@@ -125,7 +125,7 @@ def log_event(event: str) -> None:
 
 
 def serve(settings: dict[str, str], flags: set[str], code: int) -> None:
-    """The measuring worker protocol, by hand."""
+    """The resident harness protocol, by hand."""
     ready = "kgit-worker-ready: " + json.dumps({"protocol": 1, "exit": code})
     print("\n" + settings.get("print_ready", ready), flush=True)
     for blocks, line in enumerate(sys.stdin, 1):

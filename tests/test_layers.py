@@ -245,3 +245,20 @@ def test_the_scan_sees_a_switch_over_policies(tmp_path: Path) -> None:
         "m.py:3 'seed'",
         "m.py:5 'interleaved'",
     ]
+
+
+MODULE_LINES, FUNCTION_LINES = 450, 60  # docs/architecture.md's limits
+
+
+def test_no_module_and_no_function_over_the_limits() -> None:
+    over = []
+    for path in ROOT.rglob("*.py"):
+        text = path.read_text()
+        if text.count("\n") > MODULE_LINES:
+            over.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > FUNCTION_LINES:
+                    over.append(f"{path.relative_to(ROOT)}: {node.name} {lines} lines")
+    assert over == []

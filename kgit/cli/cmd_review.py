@@ -239,7 +239,7 @@ def export_cmd(obj: Ctx, folder: Path, as_json: bool) -> None:
     manifest.yaml, quick_test_bench.py, logs/optimize.md, logs/performance_trend.md,
     rounds/round-N/{summary.md, artifacts/benchmark.csv, kernel_snapshot/}.
     """
-    from kgit.views.seed_export import export_campaign
+    from kgit.views.folder_export import export_campaign
 
     result = export_campaign(obj.reader(), folder)
     emit(result, as_json, lambda r: f"exported {r['rounds']} rounds to {r['folder']}")
@@ -260,7 +260,7 @@ def import_cmd(obj: Ctx, folder: Path, name: str | None, as_json: bool) -> None:
     commits kept under refs/kgit/NAME/rounds/N (rolled-back rounds); summaries and
     benchmark CSVs become the rounds' notes. The work tree is not touched.
     """
-    from kgit.engine.lifecycle.seed_import import import_campaign
+    from kgit.engine.lifecycle.folder_import import import_campaign
 
     result = import_campaign(obj.repo(), folder, name or folder.resolve().name)
     emit(

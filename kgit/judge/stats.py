@@ -65,7 +65,7 @@ class Estimate:
 def t_quantile(confidence: float, dof: int) -> float:
     """Two-sided Student-t quantile. scipy is imported only when a verdict needs it, and only
     scipy.special: scipy.stats took seconds to import in the middle of a validation on the H200
-    host, with both measuring workers idle."""
+    host, with both resident harnesses idle."""
     from scipy import special
 
     return float(special.stdtrit(dof, 0.5 + confidence / 2.0))

@@ -47,7 +47,7 @@ def _leaves(inputs: Sequence[torch.Tensor], dtype: torch.dtype | None = None) ->
 def forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> list[float]:
     """SNR (dB) of the output, then of each input's gradient, against `reference` run in the
     device's reference precision on the same values and the same output gradient. A measuring
-    worker checks each shape once: its later blocks time the same kernel."""
+    resident harness checks each shape once: its later blocks time the same kernel."""
     return once_per_shape(lambda: _forward_backward_snr(op, reference, inputs))
 
 

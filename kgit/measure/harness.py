@@ -242,22 +242,22 @@ def run_harness(
     description: str = "kgit quick harness",
 ) -> int:
     """Run every shape, write the CSV, print the summary; return the exit code. Started by kgit
-    as a measuring worker (`KGIT_WORKER=1`), it then stays up and answers block requests
+    as a resident harness (`KGIT_WORKER=1`), it then stays up and answers block requests
     (kgit/records/protocol.py): the kernels are imported, compiled and tuned once per side."""
     args = _parse(argv, description)
     # What the target shapes launch, when kgit asks (KGIT_LAUNCH_LOG, at baseline): the gate
     # audit mutates that code first. Only each kernel's first launch is seen (timing is not).
     record_launches(once=True)
-    worker = os.environ.get(WORKER_ENV) == "1"
+    resident = os.environ.get(WORKER_ENV) == "1"
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # no context yet
-    if worker and os.environ.get(HOLD_ENV) == "1" and not _released():
+    if resident and os.environ.get(HOLD_ENV) == "1" and not _released():
         return EXIT_ALL_PASS
     settings = Settings(device=device, repeats=args.repeats)
     try:
         shapes = (
             load_shapes(args.shapes) if args.shapes else validate_shapes(default_shapes(device))
         )
-        first_block = os.environ.get(FIRST_BLOCK_ENV) if worker else None
+        first_block = os.environ.get(FIRST_BLOCK_ENV) if resident else None
         block_ms = float(first_block) if first_block else None
         rows = _bench_all(bench_one_shape, shapes, settings, columns, block_ms=block_ms)
         log_peak(device, "first pass" if block_ms is None else "first pass (blocks)", labels(rows))
@@ -279,7 +279,7 @@ def run_harness(
         f"passed: {passed}\nfailed: {len(rows) - passed}\nall_pass: {str(passed == len(rows)).lower()}"
     )
     code = EXIT_ALL_PASS if passed == len(rows) else EXIT_SOME_FAIL
-    if worker:
+    if resident:
         return _serve(bench_one_shape, columns, settings, code)
     return code
 
@@ -294,7 +294,7 @@ def _require_own_clocks() -> None:
 
 
 def _released() -> bool:
-    """A held worker (the script imported, nothing measured yet): wait for kgit's start."""
+    """A held resident harness (the script imported, nothing measured yet): wait for kgit's start."""
     print("\n" + held_line(), flush=True)
     line = sys.stdin.readline()
     try:
@@ -315,7 +315,7 @@ def _bench_all(
     read: tuple[str, ...] | None = None,
     progress: bool = True,
 ) -> list[Row]:
-    """One row per shape; with BLOCK_MS, each shape timed in block mode (a worker's blocks: each
+    """One row per shape; with BLOCK_MS, each shape timed in block mode (a resident harness's blocks: each
     time_fn call site keeps its inputs, warm state and graph from one block to the next). READ
     names the columns the verdict reads, when the request says (the others may be NaN)."""
     rows = []
@@ -338,7 +338,7 @@ def _bench_all(
 
 
 def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, code: int) -> int:
-    """The worker loop: one JSON request a line on stdin, one marker line back on stdout."""
+    """The resident loop: one JSON request a line on stdin, one marker line back on stdout."""
     print("\n" + ready_line(code), flush=True)
     seen: list[str] = []
     for line in sys.stdin:

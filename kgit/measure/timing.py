@@ -2,7 +2,7 @@
 
 On CUDA each timed call sits between two CUDA events; on CPU (Triton's interpreter, CI) the same
 interface falls back to `time.perf_counter` around each call. Both return a `Timing`. Within
-`block_mode` (a measuring worker's block request) `time_fn` times one block instead
+`block_mode` (a resident harness's block request) `time_fn` times one block instead
 (kgit/measure/timing_blocks.py); what both share is in kgit/measure/timing_core.py.
 """
 

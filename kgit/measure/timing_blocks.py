@@ -1,6 +1,6 @@
-"""Block mode: a measuring worker's block request, timed on a unit prepared once per call site.
+"""Block mode: a resident harness's block request, timed on a unit prepared once per call site.
 
-A measuring worker alternates with the other side in blocks of tens of milliseconds, so that the
+A resident harness alternates with the other side in blocks of tens of milliseconds, so that the
 chip's clock (it wanders 1425-1965 MHz under a 700 W cap on an H200) moves little within an
 A,B,B,A quad and falls on both sides alike. A block replays a CUDA graph of one call per input
 set of a small pool: no host in the timing (launching a 19 us RMSNorm through autograd costs the
@@ -56,7 +56,7 @@ from kgit.measure.timing_core import (
 T = TypeVar("T")
 
 
-# Block mode (a measuring worker's block request): the input pool of a block holds at least
+# Block mode (a resident harness's block request): the input pool of a block holds at least
 # this many bytes when memory allows, so that its sets do not all sit in L2 (50 MB on an H200).
 BLOCK_POOL_BYTES = 128 * 1024**2
 BLOCK_POOL_MAX = 32
@@ -89,7 +89,7 @@ class _Block:
 
 
 _block: ContextVar[_Block | None] = ContextVar("kgit_block", default=None)
-# What a worker keeps between blocks, per (shape, call site): prepared timers, checked results.
+# What a resident harness keeps between blocks, per (shape, call site): prepared timers, checked results.
 _kept: dict[tuple[str, int], Any] = {}
 # Set once memory ran short: from then on a shape's units are built only after every other
 # shape's were freed (one shape's units at a time).

@@ -9,11 +9,16 @@ from typing import Any
 
 from kgit.records.notes import _known
 
+# The mode a validation recorded when both sides were resident harnesses (one process each, timed
+# in blocks). The word predates the name: notes and harnesses of protocol 1 say "worker", which
+# kgit keeps for the `kgit worker` loop everywhere else.
+RESIDENT_MODE = "worker"
+
 
 @dataclass
 class Evidence:
     policy: str  # the decision policy that measured it: a name of kgit/records/policies.py
-    mode: str  # "worker" (blocks of a measuring worker), "pass" (whole harness passes)
+    mode: str  # RESIDENT_MODE (blocks of a resident harness), "pass" (whole harness passes)
     tree: str  # the candidate's tree: evidence is about these files, not a commit's name
     reference: str  # the commit the candidate was compared with
     labels: list[str]

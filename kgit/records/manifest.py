@@ -34,7 +34,7 @@ class Thresholds:
 class Interleaved:
     """Settings of `decision_policy: interleaved` (kgit/engine/measuring/validation.py, kgit/judge/stats.py).
 
-    With measuring workers (a harness built on kgit.measure) a pair is one A,B,B,A quad of
+    With resident harnesses (a harness built on kgit.measure) a pair is one A,B,B,A quad of
     blocks of `block_ms` per shape; with a plain harness, one A/B pair of whole passes."""
 
     min_pairs: int = 4

@@ -1,4 +1,7 @@
-"""The measuring worker's protocol: how kgit talks to a long-lived harness process.
+"""The resident harness's protocol: how kgit talks to a harness process that stays up between
+measurements. Its wire names (`KGIT_WORKER*`, `kgit-worker-*`) are protocol 1's and stay, for the
+harnesses written against it; kgit's code calls such a process a resident harness and keeps
+"worker" for the `kgit worker` loop.
 
 kgit starts the harness as for a plain pass (`--summary-csv PATH --shapes PATH`) with
 `KGIT_WORKER=1` in its environment. A harness that does not know the protocol runs its pass and
@@ -14,13 +17,13 @@ line on its standard input:
      "relocate": true, "columns": ["Forward GB/s"]}
     {"id": 4, "cmd": "exit"}
 
-A worker started with `KGIT_WORKER_HOLD=1` as well first prints
+A resident harness started with `KGIT_WORKER_HOLD=1` as well first prints
 
     kgit-worker-held: {"protocol": 1}
 
 and waits for `{"cmd": "start"}` before its first pass (any other line, or the end of its input:
 it exits 0 without measuring). kgit starts the reference side so, beside the candidate's first
-pass, when it knows the harness to be a worker: process start and imports overlap the other
+pass, when it knows the harness to be resident: process start and imports overlap the other
 side's work, and the two never time at once.
 
 A `block` request measures the shapes again, each timed over about `block_ms` of device time
@@ -31,7 +34,7 @@ default), each shape's measuring units (input pool and graph) are first built ag
 random place in device memory: where a memory-bound kernel's buffers sit moves its time by up to
 ~1% on an H200, and a unit placed anew at each quad makes that a noise both sides share instead
 of a steady difference between two processes. `columns` (optional) names the CSV columns the
-verdict reads (the primary metric's inputs): a worker may leave the others NaN in a block, and
+verdict reads (the primary metric's inputs): a resident harness may leave the others NaN in a block, and
 skip the timing behind them (kgit.measure times no backward for a forward metric). A shape that ran out of device memory is a FAIL
 row, and the harness says so on a line of its own,
 
@@ -40,7 +43,7 @@ row, and the harness says so on a line of its own,
 
 (`asked_bytes`: the refused allocation, null when unknown; `limit_bytes`: what this process
 planned to hold, its `share` of the card's `total_bytes`): kgit reports that as an error of the
-machine's memory, never as the kernel's FAIL. Anything else the harness prints is its log. Each marker line starts a line of its own (the worker prints a newline before it).
+machine's memory, never as the kernel's FAIL. Anything else the harness prints is its log. Each marker line starts a line of its own (the harness prints a newline before it).
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ HELD = "kgit-worker-held: "
 READY = "kgit-worker-ready: "
 REPLY = "kgit-worker-reply: "
 # A harness built on kgit.measure names the CSV it wrote by its SHA-256, in a plain pass on a
-# line of its own and in a worker's reply ("sha256"): kgit refuses a CSV that changed after it
+# line of its own and in a resident harness's reply ("sha256"): kgit refuses a CSV that changed after it
 # was written (a kernel's exit handler that rewrites the figures).
 DIGEST = "summary_sha256: "
 

@@ -178,7 +178,7 @@ def quick_is_subset(campaign: RecordReader) -> bool:
 
 def _baseline_figures(rows: list[dict[str, Any]]) -> str:
     """Which baseline figure a round's 'vs baseline' is against, where the baseline row's own
-    aggregate does not give it: a round measured on fewer shapes, or by measuring workers (its
+    aggregate does not give it: a round measured on fewer shapes, or by resident harnesses (its
     first pass in blocks, against the calibration's blocks). In a CPU session round-2 read
     0.0005718 at +416% beside a baseline row of 0.0001349, which gives +324%."""
     base = next((r for r in rows if r["status"] == BASELINE and r["aggregate"]), None)

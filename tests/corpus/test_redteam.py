@@ -72,7 +72,7 @@ def default_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
     yield repo
 
 
-# Under the default policy (interleaved: both sides as measuring workers, judged in blocks), the
+# Under the default policy (interleaved: both sides as resident harnesses, judged in blocks), the
 # cheats that act on measuring, and the control that shows the same script can still accept.
 UNDER_DEFAULT = {
     "control-honest", "lazy-output", "stopped-clock", "slow-clock", "atexit-double",

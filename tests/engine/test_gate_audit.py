@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, run_kgit
-from tests.engine.test_workers import left_under, processes_under
+from tests.engine.test_resident_harness import left_under, processes_under
 
 KERNEL = """\
 def mean_of_squares(xs, n):

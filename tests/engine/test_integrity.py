@@ -265,9 +265,9 @@ def test_accept_rechecks_rule_11_on_the_commit(
 
 
 def test_the_floor_holds_for_interleaved_workers(kernel_repo: Path) -> None:
-    """Under decision_policy: interleaved with measuring workers the blocks' rates are held to
+    """Under decision_policy: interleaved with resident harnesses the blocks' rates are held to
     the peak too (the candidate's first pass and every quad)."""
-    from tests.engine.test_workers import KERNEL, POLICY
+    from tests.engine.test_resident_harness import KERNEL, POLICY
 
     repo = kernel_repo
     (repo / "kernel.txt").write_text(KERNEL.format(speed=100, extra=""))

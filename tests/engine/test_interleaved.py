@@ -118,14 +118,14 @@ def test_finish_in_pairs_refuses_a_shape_the_rounds_never_measured(ab_campaign: 
 def test_a_manifest_without_a_policy_is_judged_in_pairs_and_told_the_cost(
     kernel_repo: Path,
 ) -> None:
-    """The default policy on a harness that is no measuring worker: the baseline calibrates
+    """The default policy on a harness that is no resident harness: the baseline calibrates
     floors, and says once that every pair is two whole passes, with the two ways out."""
     manifest = kernel_repo / "manifest.yaml"
     manifest.write_text(without_policy(manifest) + "interleaved: {calibration_pairs: 3}\n")
     assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
     result = run_kgit("-q", "baseline")  # a warning: -q does not hide it
     assert result.code == 0, result
-    assert result.err.count("kgit: WARNING: the harness is not a measuring worker") == 1
+    assert result.err.count("kgit: WARNING: the harness is not a resident harness") == 1
     assert "`decision_policy: seed` judges one pass" in result.err
     state = json.loads(git(kernel_repo, "show", "refs/kgit/c1/campaign:state.json"))
     assert set(state["noise_floors"]) == set(state["representative"])

@@ -1,4 +1,4 @@
-"""The worker protocol's lines, and the digest a harness prints of the CSV it wrote."""
+"""The resident-harness protocol's lines, and the digest a harness prints of the CSV it wrote."""
 
 from __future__ import annotations
 

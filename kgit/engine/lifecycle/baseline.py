@@ -46,7 +46,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         )
 
     # The full pass; under the interleaved policy the A/A calibration follows in the same
-    # harness process (a measuring worker), so the floors are those of the rounds' blocks.
+    # harness process (a resident harness), so the floors are those of the rounds' blocks.
     # The pass records what the target shapes launch, for the gate audit below (no extra run).
     with harness_records(baseline_log(campaign)):
         calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)

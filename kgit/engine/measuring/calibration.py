@@ -19,7 +19,7 @@ from kgit.engine.measuring.target import Calibrated, Pick
 from kgit.engine.measuring.worktree import measuring_tree
 from kgit.judge.stats import Pair, calibrate_floors, group_biases, pairs_of, side_means
 from kgit.progress import Say, warn
-from kgit.records.evidence import Evidence
+from kgit.records.evidence import RESIDENT_MODE, Evidence
 
 
 def baseline_pass(
@@ -37,7 +37,7 @@ def calibrate(
 ) -> Calibrated:
     """The interleaved policy's: the baseline's full pass, then the A/A calibration of the
     representative shapes that PICK(first pass) returns (active ones), B against the same commit
-    in kgit's own work tree, sampled as a round is. With measuring workers, the quads are split
+    in kgit's own work tree, sampled as a round is. With resident harnesses, the quads are split
     over `calibration_processes` pairs of processes, each pair after the first started as a
     validation starts its sides (kgit/judge/stats.py, calibrate_floors)."""
     # Both trees are checked out and built before the device is taken (timing only holds it).
@@ -64,12 +64,12 @@ def _calibrated(
             return Calibrated(first, {}, {})
         frozen = tuple(first.table.header)
         shapes = manifest.shapes_for(labels)
-        workers = b.mode == "worker"
-        if not workers:
+        resident = b.mode == RESIDENT_MODE
+        if not resident:
             _warn_plain_harness()
-        block_ms = settings.block_ms if workers else None
-        processes = settings.calibration_processes if workers else 1
-        wanted = settings.calibration_quads if workers else settings.calibration_pairs
+        block_ms = settings.block_ms if resident else None
+        processes = settings.calibration_processes if resident else 1
+        wanted = settings.calibration_quads if resident else settings.calibration_pairs
         each = max(3, math.ceil(wanted / processes))
         say(
             f"calibration: {each * processes} A/A pairs of the baseline against itself"
@@ -88,7 +88,7 @@ def _calibrated(
             require_reference_passes(a.first)
             if a.mode != mode or b.mode != mode:
                 raise HarnessError(
-                    "the harness answered as a measuring worker in one process and not in "
+                    "the harness answered as a resident harness in one process and not in "
                     "another: the calibration cannot pair them",
                     hint="check how the harness reads KGIT_WORKER (kgit/records/protocol.py)",
                 )
@@ -110,7 +110,7 @@ def _calibrated(
 def _warn_plain_harness() -> None:
     """Interleaved on a plain harness: what it costs, and the ways out."""
     warn(
-        "the harness is not a measuring worker: each A/B pair of the interleaved policy "
+        "the harness is not a resident harness: each A/B pair of the interleaved policy "
         "is two whole passes, so a validation takes several passes; a harness built on "
         'kgit.measure answers in short blocks (README "The harness contract"), and '
         "`decision_policy: seed` judges one pass by the seed's rule"
@@ -185,8 +185,8 @@ def _statistics(
             label: [round(v, 3) for v in values]
             for label, values in group_biases(groups, labels).items()
         }
-    if mode == "worker":
-        # Rounds of a worker report block figures (no L2 flush, graph replays): their "vs
+    if mode == RESIDENT_MODE:
+        # Rounds of a resident harness report block figures (no L2 flush, graph replays): their "vs
         # baseline" compares with the baseline's own blocks, not with its plain pass.
         statistics["block_values"] = side_means(pairs, labels)[1]
     return statistics

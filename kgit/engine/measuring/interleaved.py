@@ -1,5 +1,5 @@
 """The interleaved policy (see kgit/engine/measuring/validation.py): the reference (A) and the candidate (B)
-measured in alternation, as measuring workers in quads of short blocks or as whole passes, and
+measured in alternation, as resident harnesses in quads of short blocks or as whole passes, and
 sampled until the verdict is settled.
 """
 
@@ -19,7 +19,7 @@ from kgit.errors import KgitError
 from kgit.judge.decision import Standard, decide, pairs_rule
 from kgit.judge.scoring import geomean
 from kgit.progress import Say
-from kgit.records.evidence import Evidence
+from kgit.records.evidence import RESIDENT_MODE, Evidence
 
 
 def floors_for(campaign: Campaign, labels: list[str], versus: str) -> dict[str, float]:
@@ -63,7 +63,7 @@ def measure_interleaved(
     outcome: Outcome | None = None
     held: Launch | None = None
     try:
-        if target.workers:
+        if target.resident:
             # The reference's process starts now and waits, imported, for the candidate's first
             # pass to end: its start-up overlaps that pass, and the two never time at once.
             held = _launch_reference(campaign, reference_tree, shapes, hold=True, echo=echo)
@@ -119,7 +119,7 @@ def _start_candidate(
     echo: bool,
 ) -> Side:
     """The candidate's side, added to SIDES (closed with them whatever follows)."""
-    # Both sides' first passes in blocks (a worker; a plain harness ignores it): the two
+    # Both sides' first passes in blocks (a resident harness; a plain one ignores it): the two
     # processes then set up alike. On an H200, a candidate whose first pass was a plain one
     # (pools of up to 30% of the GPU's memory, kept by the caching allocator) read 2% slower
     # than an identical reference at 32768x8192 RMSNorm, in every validation.
@@ -177,16 +177,16 @@ def sample_pairs(
     a block failed."""
     settings = campaign.manifest.interleaved
     a, b = sides
-    workers = a.mode == b.mode == "worker"
+    resident = a.mode == b.mode == RESIDENT_MODE
     fewest, most = (
         (settings.min_quads, settings.max_quads)
-        if workers
+        if resident
         else (settings.min_pairs, settings.max_pairs)
     )
-    evidence.block_ms = settings.block_ms if workers else None
-    groups = [[shape] for shape in shapes] if workers else [shapes]
+    evidence.block_ms = settings.block_ms if resident else None
+    groups = [[shape] for shape in shapes] if resident else [shapes]
     labels = [shape["label"] for shape in shapes]
-    quiet: Say = say if not workers else (lambda _: None)
+    quiet: Say = say if not resident else (lambda _: None)
 
     def quads() -> list[str]:
         start, new = time.monotonic(), 0
@@ -194,7 +194,7 @@ def sample_pairs(
             # ABBA cancels a linear drift within a quad; alternating with BAAB cancels what falls on
             # a quad's first block (the switch from the previous shape).
             odd = (len(evidence.pairs) + 1) % 2
-            order = ("ABBA" if odd else "BAAB") if workers else ("AB" if odd else "BA")
+            order = ("ABBA" if odd else "BAAB") if resident else ("AB" if odd else "BA")
             seen, failing = _sample_quad(sides, groups, order, settings.block_ms, quiet)
             if failing:
                 return failing
@@ -204,7 +204,7 @@ def sample_pairs(
             change = (geomean(pair["B"].values()) / geomean(pair["A"].values()) - 1) * 100
             limit = pairs_wanted if pairs_wanted is not None else most
             say(
-                f"pair {len(evidence.pairs)} ({'quad of blocks' if workers else 'passes'}; "
+                f"pair {len(evidence.pairs)} ({'quad of blocks' if resident else 'passes'}; "
                 f"{new} of at most {limit} now): B/A {change:+.3f}%, {time.monotonic() - start:.1f} s"
             )
             # A validation adds two pairs at least, pooled or not; then it stops once settled.
@@ -230,7 +230,7 @@ def _sample_quad(
     """One pair's blocks of each group, the sides in ORDER: the values each side ("A", "B")
     read per shape, and the candidate's FAIL labels if one of its blocks failed."""
     a, b = sides
-    workers = a.mode == b.mode == "worker"
+    resident = a.mode == b.mode == RESIDENT_MODE
     seen: dict[str, dict[str, list[float]]] = {"A": defaultdict(list), "B": defaultdict(list)}
     for group in groups:
         for index, name in enumerate(order):
@@ -240,7 +240,7 @@ def _sample_quad(
             idle.hold()
             side.release()
             # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).
-            relocate = workers and order.index(name) == index
+            relocate = resident and order.index(name) == index
             run = side.block(group, block_ms, quiet, relocate=relocate)
             if run.score.failing:
                 if side is b:

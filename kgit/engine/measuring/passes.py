@@ -95,7 +95,7 @@ def read_run(
 ) -> Measurement:
     """A harness run read under the contract: its exit, the frozen schema, exactly LABELS, and
     an exit code that agrees with the Check column; with DIGEST, a CSV unchanged since the
-    harness printed its digest (a worker's block reply carries its own, checked by the caller).
+    harness printed its digest (a resident harness's block reply carries its own, checked by the caller).
     A FAIL that the harness said was an out-of-memory is an error of SIDE's memory, never the
     kernel's FAIL."""
     tail = run.result.tail

@@ -1,5 +1,5 @@
 """The interleaved policy (`decision_policy: interleaved`, the default): the reference (A) and
-the candidate (B) measured in alternation in one validation, as measuring workers in quads of
+the candidate (B) measured in alternation in one validation, as resident harnesses in quads of
 short blocks or as whole passes (kgit/engine/measuring/interleaved.py), and judged by the pairs'
 confidence intervals against the noise floors that the baseline's A/A calibration measured
 (kgit/engine/measuring/calibration.py; kgit/judge/stats.py).

@@ -59,7 +59,7 @@ class SideProcess:
         # cannot exhaust kgit's memory.
         # A marker comes after a newline of its own (the harness's output may end mid-line):
         # a blank line is echoed only once the next line shows it was not that newline, or a
-        # worker's every block reply would print an empty line.
+        # resident harness's every block reply would print an empty line.
         blank: bytes | None = None
         for line in iter(lambda: stream.readline(TAIL_BYTES), b""):
             self.digests.feed(line)
@@ -129,25 +129,25 @@ class SideProcess:
         self.reader.join(timeout=5)
 
     def hold(self) -> None:
-        """Stop the worker's processes while the other side measures (kgit/engine/measuring/holding.py)."""
+        """Stop the harness's processes while the other side measures (kgit/engine/measuring/holding.py)."""
         if self.held is None and self.proc.poll() is None:
             self.held = Hold(self.proc.pid)
             self.held.stop()
 
     def release(self) -> float:
-        """Let a held worker go on; the CPU seconds its processes used while held."""
+        """Let a held harness go on; the CPU seconds its processes used while held."""
         held, self.held = self.held, None
         return held.release() if held is not None else 0.0
 
     def ask_exit(self) -> bool:
-        """Ask the worker to exit (once); False when it is gone or cannot be asked."""
-        self.release()  # a stopped worker reads no request
+        """Ask the harness to exit (once); False when it is gone or cannot be asked."""
+        self.release()  # a stopped harness reads no request
         if not self.asked:
             self.asked = self.proc.poll() is None and self.send({"cmd": "exit"})
         return self.asked
 
     def close(self) -> None:
-        """Ask the worker to exit; kill its process group if it does not."""
+        """Ask the harness to exit; kill its process group if it does not."""
         if self.ask_exit():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=EXIT_GRACE_S)

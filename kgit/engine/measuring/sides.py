@@ -1,8 +1,8 @@
-"""The two sides of an A/B comparison, each a harness process that stays up (a measuring worker,
+"""The two sides of an A/B comparison, each a harness process that stays up (a resident harness,
 kgit/records/protocol.py) or, for a harness that does not speak the protocol, one pass a turn.
 
 Every side starts the same way: the harness's plain first pass on every shape, with
-`KGIT_WORKER=1` in its environment. A worker then says it is ready and answers block requests;
+`KGIT_WORKER=1` in its environment. A resident harness then says it is ready and answers block requests;
 a plain harness exits, and its pass is kept as the side's first measurement. A side's process
 group is killed on every way out (close, error, Ctrl-C): a harness left behind keeps the GPU.
 A SIGKILL of kgit is no way out it sees: the next measurement kills the side (kgit/engine/orphans.py).
@@ -25,6 +25,7 @@ from kgit.engine.measuring.side_process import SideProcess
 from kgit.engine.orphans import tether
 from kgit.engine.runner import CommandResult, classify_harness, harness_command
 from kgit.progress import Say
+from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
     HOLD_ENV,
@@ -34,7 +35,7 @@ from kgit.records.protocol import (
 )
 from kgit.records.schema import metric_inputs
 
-# How long a block request may take before the worker is taken for hung: a block times tens of
+# How long a block request may take before a resident harness is taken for hung: a block times tens of
 # milliseconds; the first block of a shape also prepares its inputs and graph.
 BLOCK_TIMEOUT_S = 300.0
 
@@ -88,8 +89,8 @@ def close_sides(sides: list[Side]) -> None:
 
 
 @dataclass
-class WorkerSide(Side):
-    mode: ClassVar[str] = "worker"
+class ResidentSide(Side):
+    mode: ClassVar[str] = RESIDENT_MODE
     process: SideProcess
     scratch: Path
     requests: int = 0
@@ -119,9 +120,9 @@ class WorkerSide(Side):
         except TimeoutError:
             self.process.kill()
             raise HarnessError(
-                f"validation ERROR: the {self.name} worker did not answer a block request within "
+                f"validation ERROR: harness {self.name} did not answer a block request within "
                 f"{min(BLOCK_TIMEOUT_S, self.campaign.manifest.timeout_s):g} s",
-                hint="its output is below; a harness that hangs in worker mode can be run pass "
+                hint="its output is below; a harness that hangs as a resident harness can be run pass "
                 "by pass by ignoring KGIT_WORKER",
                 details=self.process.text()[-4000:],
             ) from None
@@ -130,7 +131,7 @@ class WorkerSide(Side):
         if reply.get("id") != self.requests or _exit_code(reply) is None:
             self.process.kill()
             raise HarnessError(
-                f"validation ERROR: the {self.name} worker answered block request "
+                f"validation ERROR: harness {self.name} answered block request "
                 f"{self.requests} with {reply!r}",
                 hint='a reply is {"id": <the request\'s id>, "exit": 0 or 1} '
                 "(kgit/records/protocol.py)",
@@ -140,7 +141,7 @@ class WorkerSide(Side):
         if csv is not None and changed_since_written(csv, reply.get("sha256")):
             self.process.kill()
             raise HarnessError(
-                f"validation ERROR: the {self.name} worker's CSV changed after it was written "
+                f"validation ERROR: harness {self.name}'s CSV changed after it was written "
                 "(its digest in the reply no longer matches)",
                 hint="something in the harness's process rewrites its figures",
                 details=self.process.text()[-4000:],
@@ -153,7 +154,7 @@ class WorkerSide(Side):
     def _died(self, when: str) -> HarnessError:
         self.process.kill()
         return HarnessError(
-            f"validation ERROR: the {self.name} worker exited {when} "
+            f"validation ERROR: harness {self.name} exited {when} "
             f"(exit {self.process.proc.returncode})",
             hint="see its output; nothing of this validation was recorded as a verdict",
             details=self.process.text()[-4000:],
@@ -193,8 +194,8 @@ def start_side(
     echo: bool,
     first_block_ms: float | None = None,
 ) -> Side:
-    """Start the harness in TREE on SHAPES: its first pass, and a worker when it speaks the
-    protocol. The caller closes the side (`try/finally`). FIRST_BLOCK_MS asks a worker for a
+    """Start the harness in TREE on SHAPES: its first pass, and a resident harness when it speaks the
+    protocol. The caller closes the side (`try/finally`). FIRST_BLOCK_MS asks a resident harness for a
     first pass of blocks (the reference side: its plain timings would not be used)."""
     return launch_side(
         campaign, name, tree, shapes, frozen, echo=echo, first_block_ms=first_block_ms
@@ -219,7 +220,7 @@ class Launch:
     def start(self, say: Say) -> Side:
         campaign, name, process = self.campaign, self.name, self.process
         timeout_s = campaign.manifest.timeout_s
-        say(f"harness {name}: first pass on {len(self.shapes)} shape(s), as a measuring worker")
+        say(f"harness {name}: first pass on {len(self.shapes)} shape(s), as a resident harness")
         # A held process's time so far was its start-up, beside the other side's first pass.
         started = time.monotonic() if self.held else process.started
         try:
@@ -256,14 +257,16 @@ class Launch:
             self.kill()
             raise
         if returncode is not None and ready is not None:
-            say(f"harness {name}: worker ready after {seconds:.1f} s")
-            return WorkerSide(campaign, name, self.tree, first, self.frozen, process, self.scratch)
-        say(f"harness {name}: no worker mode: pass by pass ({seconds:.1f} s a pass)")
+            say(f"harness {name}: resident, ready after {seconds:.1f} s")
+            return ResidentSide(
+                campaign, name, self.tree, first, self.frozen, process, self.scratch
+            )
+        say(f"harness {name}: not resident: pass by pass ({seconds:.1f} s a pass)")
         self.kill()
         return Side(campaign, name, self.tree, first, self.frozen)
 
     def _ready(self, timeout_s: float) -> dict[str, Any] | None:
-        # A held worker says so first and waits for `start`. One that does not know the hold
+        # A held harness says so first and waits for `start`. One that does not know the hold
         # has run its pass already (beside the other side's) and says it is ready: no `start`
         # then, which it would take for an unknown request and exit.
         kinds = ("held", "ready") if self.held else ("ready",)
@@ -289,14 +292,14 @@ def launch_side(
     first_block_ms: float | None = None,
     hold: bool = False,
 ) -> Launch:
-    """Start the harness process of side NAME; with HOLD it imports and waits (a worker) until
+    """Start the harness process of side NAME; with HOLD it imports and waits (a resident harness) until
     `Launch.start`. A harness that does not know the hold runs its pass at once: hold only a
-    harness known to be a worker."""
+    harness known to be resident."""
     scratch = Path(tempfile.mkdtemp(prefix="kgit-worker-"))
     csv_path, shapes_path = scratch / "first.csv", scratch / "shapes.json"
     shapes_path.write_text(json.dumps(shapes, indent=1))
     command = harness_command(campaign.manifest.quick_command, csv_path, shapes_path)
-    # Tethered: a worker exits when kgit's end closes its stdin, but only after its pass or block.
+    # Tethered: a resident harness exits when kgit's end closes its stdin, but only after its pass or block.
     env = tether({**harness_env(tree), WORKER_ENV: "1"}, campaign.repo.common_dir)
     if first_block_ms is not None:
         env[FIRST_BLOCK_ENV] = f"{first_block_ms:g}"

@@ -15,7 +15,7 @@ from kgit.judge.decision import Rule, Standard, decide
 from kgit.judge.floor import Rates
 from kgit.judge.stats import ABJudgement, Estimate
 from kgit.judge.verdict import Verdict
-from kgit.records.evidence import Evidence
+from kgit.records.evidence import RESIDENT_MODE, Evidence
 from kgit.records.manifest import Manifest
 from kgit.records.notes import RoundNote
 
@@ -45,9 +45,9 @@ class Target:
     reference_values: dict[str, float]
     labels: list[str]
     versus: str  # how the reasons name the reference: "best" or "baseline"
-    # The baseline's calibration ran measuring workers (the harness is frozen since): the
+    # The baseline's calibration ran resident harnesses (the harness is frozen since): the
     # reference side may start, held, beside the candidate's first pass.
-    workers: bool = False
+    resident: bool = False
 
 
 @dataclass
@@ -95,9 +95,9 @@ def standard_for(
     return Standard(reference, manifest.thresholds, manifest.interleaved, floors or {}, versus)
 
 
-def ran_workers(baseline: RoundNote | None) -> bool:
-    """Whether the baseline's A/A calibration ran measuring workers (Target.workers)."""
-    return baseline is not None and baseline.statistics.get("mode") == "worker"
+def ran_resident(baseline: RoundNote | None) -> bool:
+    """Whether the baseline's A/A calibration ran resident harnesses (Target.resident)."""
+    return baseline is not None and baseline.statistics.get("mode") == RESIDENT_MODE
 
 
 def evidence_for(target: Target, policy: str, mode: str, prior: Evidence | None) -> Evidence:

@@ -6,7 +6,7 @@ floors with the same sampling, the baseline against itself (kgit/engine/measurin
 - `seed` (kgit/engine/measuring/policy_seed.py): the candidate's passes against the reference's stored
   per-shape values, re-measured in the noise band (the seed's rule 3 and noise rule).
 - `interleaved` (kgit/engine/measuring/policy_interleaved.py): the reference's commit in kgit's own work
-  tree (A) and the candidate (B), each a measuring worker when the harness speaks the protocol
+  tree (A) and the candidate (B), each a resident harness when the harness speaks the protocol
   (kgit/engine/measuring/sides.py). Per shape, quads of short blocks A,B,B,A, so that the chip's
   clock falls on both sides alike; each quad is one pair of the log-ratio statistics
   (kgit/judge/stats.py), sampled until the verdict is settled. With a plain harness a pair is two
@@ -26,7 +26,7 @@ from kgit.engine.measuring.policy import Policy, policy_named
 from kgit.engine.measuring.target import (
     Outcome,
     Target,
-    ran_workers,
+    ran_resident,
     standard_for,
 )
 from kgit.engine.measuring.worktree import measuring_tree
@@ -37,7 +37,7 @@ from kgit.judge.verdict import (
 from kgit.progress import Say
 from kgit.records.evidence import Evidence
 
-__all__ = ["Target", "ran_workers", "rejudge", "validate"]
+__all__ = ["Target", "ran_resident", "rejudge", "validate"]
 
 
 def validate(

@@ -40,7 +40,7 @@ from kgit.engine.measuring.passes import (
 )
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import Policy, policy_of
-from kgit.engine.measuring.validation import Target, ran_workers, validate
+from kgit.engine.measuring.validation import Target, ran_resident, validate
 from kgit.engine.measuring.worktree import measuring_tree, require_pristine
 from kgit.engine.rounds.final_branch import (
     FinalCommit,
@@ -243,14 +243,14 @@ def _full_validation(
     labels = [label for label in campaign.manifest.shape_labels if label not in inactive]
     say(f"full validation on all {len(labels)} active target shapes against the baseline commit")
     repo = campaign.repo
-    # How the baseline's calibration measured (workers or passes): read from the record's
+    # How the baseline's calibration measured (resident harnesses or passes): read from the record's
     # round-1, it sets how to measure, not what the figures are.
-    workers = ran_workers(rounds[0][1] if rounds else None)
+    resident = ran_resident(rounds[0][1] if rounds else None)
     policy = policy_of(campaign.manifest)
     try:
         baseline = _baseline_now(campaign, policy, labels, say, echo=echo)
         target = Target(
-            best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", workers
+            best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", resident
         )
         outcome = validate(campaign, policy, target, None, say, echo=echo)
     except HarnessError as exc:

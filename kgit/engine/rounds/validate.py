@@ -15,7 +15,7 @@ from kgit.engine.measuring.passes import HarnessError, Measurement, best_values,
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import policy_of
 from kgit.engine.measuring.pyenv import environment
-from kgit.engine.measuring.target import Outcome, Target, ran_workers, statistics_dict
+from kgit.engine.measuring.target import Outcome, Target, ran_resident, statistics_dict
 from kgit.engine.measuring.validation import validate
 from kgit.engine.rounds.round import (
     active_labels,
@@ -42,6 +42,7 @@ from kgit.judge.verdict import (
     scope_verdict,
 )
 from kgit.progress import Say
+from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.notes import ERROR, VALIDATED, OpenRound, RoundNote, ShapeResult
 
 
@@ -184,8 +185,8 @@ def _measured(
     labels = active_labels(campaign, note.level == "full")
     prior = recorded_evidence(campaign, note.round, tree)
     policy = policy_of(campaign.manifest)
-    workers = ran_workers(rounds[0][1] if rounds else None)
-    target = Target(tip, tree, best_tip, best, labels, "best", workers)
+    resident = ran_resident(rounds[0][1] if rounds else None)
+    target = Target(tip, tree, best_tip, best, labels, "best", resident)
     try:
         outcome = validate(campaign, policy, target, prior, say, echo=echo)
     except HarnessError as exc:
@@ -196,7 +197,7 @@ def _measured(
         raise
     over, impossible_labels = _floor_check(campaign, outcome)
     outcome.judge(policy.rule, over)
-    if outcome.evidence.mode == "worker":
+    if outcome.evidence.mode == RESIDENT_MODE:
         # Block figures on both sides: the reference as measured now, the baseline's blocks.
         best = {**best, **outcome.verdict.reference}
         baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}

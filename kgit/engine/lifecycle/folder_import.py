@@ -27,11 +27,11 @@ from kgit.engine.guards.hooks import configure_git, install_hooks
 from kgit.engine.guards.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
+from kgit.records.campaign_folder import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.manifest import Manifest, harness_paths, judged_as_before, parse_manifest
 from kgit.records.message import RECORD_KEYS
 from kgit.records.names import HARNESS_DIR, CampaignRefs, validate_campaign_name
 from kgit.records.notes import ACCEPTING, BASELINE, RoundNote, type_problems
-from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.yamltext import load_yaml_text
 
 SEED_ONLY = ("git_commit", "git_branch", "created", "kgit")

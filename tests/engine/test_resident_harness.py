@@ -1,5 +1,5 @@
-"""Measuring workers through the CLI: one harness process per side, A,B,B,A blocks, and what
-happens when a worker crashes, hangs, or the harness does not speak the protocol."""
+"""Resident harnesses through the CLI: one harness process per side, A,B,B,A blocks, and what
+happens when one crashes, hangs, or the harness does not speak the protocol."""
 
 from __future__ import annotations
 
@@ -261,7 +261,7 @@ def test_a_worker_that_crashes_mid_request_is_an_error_and_leaves_nothing(
     _round(repo, 110, "worker_crash_at: 2\n")
     result = run_kgit("-q", "round", "validate")
     assert result.code == 1 and "Traceback" not in result.err
-    assert "worker exited in the middle of a block request" in result.err
+    assert "exited in the middle of a block request" in result.err
     assert "crashing mid-request" in result.err  # its output tail is shown
     assert "status: ERROR" in _note(repo)
     assert left_under(repo) == []

@@ -16,10 +16,10 @@ from typing import Any
 
 from kgit.errors import UsageError
 from kgit.judge.trend import memory_bound
+from kgit.records.campaign_folder import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import RoundNote
 from kgit.records.reader import RecordReader
-from kgit.records.seed import HARNESS_FILE, SUMMARY_KIND
 from kgit.views.document import Document, to_markdown
 from kgit.views.numbers import num, signed
 from kgit.views.record import RoundView, load_rounds
@@ -40,7 +40,7 @@ def _yaml(data: Any) -> str:
     return text
 
 
-def seed_manifest(campaign: RecordReader) -> dict[str, Any]:
+def folder_manifest(campaign: RecordReader) -> dict[str, Any]:
     m, state = campaign.manifest, campaign.state
     sources = list(m.kernel_source)
     return {
@@ -162,7 +162,7 @@ def export_files(campaign: RecordReader) -> dict[str, bytes]:
     for view in views:  # render from the note as stored in summary.md (floats to 6 digits)
         if view.note is not None:
             view.note = RoundNote.from_text(view.note.to_text())
-    files = {"manifest.yaml": _yaml(seed_manifest(campaign)).encode()}
+    files = {"manifest.yaml": _yaml(folder_manifest(campaign)).encode()}
     files.update(_harness_files(campaign))
     files["logs/optimize.md"] = optimize_log(campaign, views).encode()
     files["logs/performance_trend.md"] = trend_file(campaign, views).encode()
