@@ -255,6 +255,13 @@ ATTEMPTS = [
         Stop(VALIDATE, 0, "ROLLED BACK"),
     ),
     Attempt(
+        "double-forked-neighbour",
+        "the same processes, double-forked out of the harness's group and family (orphans "
+        "that init would have adopted)",
+        {"kernel.py": f.NEIGHBOUR_DOUBLE_FORKED},
+        Stop(VALIDATE, 0, "ROLLED BACK"),
+    ),
+    Attempt(
         "knows-when-timed",
         "the kernel reads its callers (through names no scan reads) and computes half the "
         "product only when timed: every check around the timing sees the honest path",

@@ -564,6 +564,48 @@ def matmul(a, b):
     imports="import multiprocessing\nimport time",
 )
 
+# The same neighbours, double-forked: each leaves the harness's process group and family (setsid,
+# then an orphan), out of the reach of a hold that stops only those. Each ends with the process
+# that imported the kernel (a gate's run too), so that none outlives the test.
+NEIGHBOUR_DOUBLE_FORKED = kernel(
+    """\
+def _steal(last, owner):
+    while _alive(owner):
+        if time.monotonic() - last.value > 0.005:
+            sum(range(20_000))
+        else:
+            time.sleep(0.001)
+    os._exit(0)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+_last = multiprocessing.Value("d", time.monotonic(), lock=False)
+_owner = os.getpid()
+for _ in range(4):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            _steal(_last, _owner)
+        os._exit(0)
+    os.wait()
+
+
+def matmul(a, b):
+    _last.value = time.monotonic()
+    out = _bands(a, b)
+    _bands(a[..., : a.shape[-2] // 2 or 1, :], b)  # half as slow again: clear of the noise
+    return out
+""",
+    imports="import multiprocessing\nimport os\nimport time",
+)
+
 # Tells a timed call from a checked one by its callers (reached through names no scan reads), and
 # computes half the product, the rest zeros, only when timed: twice as fast, and wrong.
 KNOWS_WHEN_TIMED = kernel(

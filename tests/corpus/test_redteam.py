@@ -78,7 +78,8 @@ UNDER_DEFAULT = {
     "control-honest", "lazy-output", "stopped-clock", "slow-clock", "atexit-double",
     "hidden-atexit-double", "hidden-slow-clock", "sitecustomize", "sitecustomize-committed",
     "amend-after-validate", "forged-note", "link-out", "flood-forged-digest",
-    "pythonpath-sitecustomize", "idle-neighbour", "knows-when-timed",
+    "pythonpath-sitecustomize", "idle-neighbour", "double-forked-neighbour",
+    "knows-when-timed",
 }  # fmt: skip
 
 

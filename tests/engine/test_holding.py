@@ -5,13 +5,22 @@ the reference's blocks, and a no-change round was accepted at +9% and +67% (issu
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from kgit.engine.measuring.holding import HELD_CPU_ALLOWANCE_S, Hold, family
+from kgit.engine.measuring.holding import (
+    HELD_CPU_ALLOWANCE_S,
+    SIDE_ENV,
+    Hold,
+    family,
+    kill_adopted,
+    subreaper,
+)
+from kgit.engine.measuring.side_process import SideProcess
 
 SPIN = "import time\nwhile True:\n    sum(range(10_000))\n"
 # A parent in its own session, and a child that leaves the parent's group with setsid.
@@ -92,3 +101,76 @@ def test_family_of_a_process_gone_is_empty() -> None:
     proc = _start("pass")
     proc.wait()
     assert family(proc.pid) == []
+
+
+# A parent in its own session whose child double-forks a spinner and exits: the spinner, an
+# orphan out of the parent's group and family, writes its pid to argv[1].
+DOUBLE_FORK = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    f"        exec({SPIN!r})\n"
+    "    os._exit(0)\n"
+    "time.sleep(60)\n"
+)
+
+
+def _orphan_pid(pid_file: Path) -> int:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not pid_file.read_text(errors="ignore").strip():
+        time.sleep(0.05)
+    return int(pid_file.read_text())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in "ZX"
+
+
+def test_a_double_forked_orphan_comes_back_to_kgit_and_is_held(tmp_path: Path) -> None:
+    """Without kgit as a subreaper the spinner went to init: in neither the side's group nor
+    its family, it ran through the other side's blocks (issue 27's limit)."""
+    pid_file = tmp_path / "orphan"
+    pid_file.touch()
+    assert subreaper(True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DOUBLE_FORK, str(pid_file)],
+        start_new_session=True,
+        env={**os.environ, SIDE_ENV: "m1"},
+    )
+    try:
+        orphan = _orphan_pid(pid_file)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.getpgid(orphan) == proc.pid:
+            time.sleep(0.05)
+        assert orphan not in family(proc.pid)  # out of the group and of the descendants
+        assert orphan in family(proc.pid, "m1")  # adopted, and marked as the side's
+        assert orphan not in family(proc.pid, "another side")
+        held = Hold(proc.pid, "m1")
+        held.stop()
+        before = _cpu_s(orphan)
+        time.sleep(0.4)
+        assert _cpu_s(orphan) - before <= HELD_CPU_ALLOWANCE_S
+        assert held.release() <= HELD_CPU_ALLOWANCE_S
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kill_adopted(proc.pid, "m1")
+        subreaper(False)
+    assert not _alive(orphan)
+
+
+def test_a_side_leaves_no_double_forked_orphan_running(tmp_path: Path) -> None:
+    pid_file = tmp_path / "orphan"
+    pid_file.touch()
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(DOUBLE_FORK)} {pid_file}"
+    side = SideProcess(command, tmp_path, dict(os.environ), echo=False)
+    orphan = _orphan_pid(pid_file)
+    assert _alive(orphan)
+    side.kill()
+    assert not _alive(orphan)

@@ -9,16 +9,24 @@ beyond a scheduler tick means something of theirs ran, and the pair is refused.
 
 The processes held are the side's process group and every descendant of its first process (a
 child that left the group with setsid is still a descendant). A process that left both, by a
-double fork, is out of reach; kgit's orphan sweep (kgit/engine/orphans.py) does not see it either.
+double fork, would be reparented to init and out of reach: so while sides are up kgit is a child
+subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux), such an orphan comes back to kgit as its child,
+and the side's mark in its environment (`KGIT_SIDE`, inherited through every fork) says whose it
+is. It is held with its side and killed when the side closes. What stays out of reach: an
+orphan that also rewrote the environment block in its own memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import time
 from dataclasses import dataclass, field
+
+SIDE_ENV = "KGIT_SIDE"  # a side's mark, in the environment of every process it starts
+_PR_SET_CHILD_SUBREAPER = 36
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 # CPU a held side may show: the accounting of the tick in which the stop landed.
@@ -58,11 +66,35 @@ def _table() -> dict[int, _Stat]:
     return table
 
 
-def family(root: int) -> list[int]:
-    """ROOT's process group and every descendant of ROOT, alive now."""
+def subreaper(on: bool) -> bool:
+    """Make this process a child subreaper (ON) or not; False where the kernel has no such
+    thing. An orphan of a descendant then becomes this process's child instead of init's."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _marked(pid: int, mark: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"{SIDE_ENV}={mark}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def family(root: int, mark: str | None = None) -> list[int]:
+    """ROOT's process group and every descendant of ROOT, alive now; with MARK, also this
+    process's children that carry the side's MARK (orphans it adopted) and their descendants."""
     table = _table()
     members = {pid for pid, st in table.items() if st.pgrp == root}
     members.add(root)
+    if mark is not None:
+        me = os.getpid()
+        members |= {
+            p for p, st in table.items() if st.ppid == me and p != root and _marked(p, mark)
+        }
     grew = True
     while grew:
         more = {pid for pid, st in table.items() if st.ppid in members} - members
@@ -76,11 +108,12 @@ class Hold:
     """A side's processes, stopped; `release` lets them go and says the CPU they used."""
 
     root: int
+    mark: str | None = None  # the side's KGIT_SIDE
     pids: list[int] = field(default_factory=list)
     ticks: int = 0
 
     def stop(self) -> None:
-        self.pids = family(self.root)
+        self.pids = family(self.root, self.mark)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.root, signal.SIGSTOP)
         for pid in self.pids:
@@ -108,3 +141,24 @@ class Hold:
     def _all_stopped(self) -> bool:
         # T: stopped; t: traced; Z/X: gone, nothing left to run.
         return all((st := _stat(pid)) is None or st.state in "TtZX" for pid in self.pids)
+
+
+def kill_adopted(root: int, mark: str) -> None:
+    """Kill what side MARK left besides ROOT (its group, its descendants, the orphans this
+    process adopted) and reap the ones that come back to this process: they are no child of a
+    Popen, so nothing else would. ROOT, a Popen's, is left to its Popen."""
+    killed = [pid for pid in family(root, mark) if pid != root]
+    for pid in killed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + _STOP_WAIT_S
+    while killed and time.monotonic() < deadline:
+        for pid in list(killed):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not (or not yet) this process's child
+                done = pid if _stat(pid) is None else 0
+            if done:
+                killed.remove(pid)
+        if killed:
+            time.sleep(0.005)

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import queue
+import secrets
 import signal
 import subprocess
 import threading
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgit import progress
-from kgit.engine.measuring.holding import Hold
+from kgit.engine.measuring.holding import SIDE_ENV, Hold, kill_adopted, subreaper
 from kgit.engine.runner import TAIL_BYTES
 from kgit.records.protocol import (
     DigestLines,
@@ -25,6 +26,7 @@ from kgit.records.protocol import (
 )
 
 EXIT_GRACE_S = 5.0
+_up: set[int] = set()  # the sides' processes up now: kgit is a child subreaper while any is
 
 
 class SideProcess:
@@ -32,16 +34,24 @@ class SideProcess:
 
     def __init__(self, command: str, cwd: Path, env: dict[str, str], echo: bool) -> None:
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            command,
-            shell=True,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: killed whole
-        )
+        self.mark = secrets.token_hex(8)  # in the environment of all it starts (holding.py)
+        subreaper(True)  # before the start: an orphan of the very first instant comes back too
+        try:
+            self.proc = subprocess.Popen(
+                command,
+                shell=True,
+                cwd=cwd,
+                env={**env, SIDE_ENV: self.mark},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: killed whole
+            )
+        except OSError:
+            if not _up:
+                subreaper(False)
+            raise
+        _up.add(self.proc.pid)
         self.tail: deque[bytes] = deque()
         self.digests = DigestLines()  # of the whole output, not only the kept tail
         self.asked = False  # asked to exit
@@ -126,12 +136,16 @@ class SideProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        kill_adopted(self.proc.pid, self.mark)
+        _up.discard(self.proc.pid)
+        if not _up:
+            subreaper(False)
         self.reader.join(timeout=5)
 
     def hold(self) -> None:
         """Stop the harness's processes while the other side measures (kgit/engine/measuring/holding.py)."""
         if self.held is None and self.proc.poll() is None:
-            self.held = Hold(self.proc.pid)
+            self.held = Hold(self.proc.pid, self.mark)
             self.held.stop()
 
     def release(self) -> float:
