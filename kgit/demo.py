@@ -352,7 +352,7 @@ def _improving_round(demo: Demo) -> None:
     demo.set_tunables(change.tunables)
     demo.commit(change.message)
     demo.kgit("round", "validate")
-    _decide(demo, "measured slower than the best line on this machine")
+    _decide(demo, "not measured faster than the best line on this machine")
 
 
 def _blocked_round(demo: Demo) -> None:

@@ -17,7 +17,7 @@ pass ran to `events.log` beside its work tree (`pass_sleep: S` lengthens that pa
 rewrites the sibling reference work tree's kernel.txt from the candidate's; `log_requests`
 appends each block request, with the side's work tree, to `requests.log` beside its work tree;
 `exit_sleep: S` takes S seconds to exit when asked, logging `exit-asked` and `exit-done` to
-`events.log`.
+`events.log`. `block_sleep: S` takes S seconds over each block request.
 
 `orphan_log: PATH` (an absolute path) appends a line per run to PATH: its pid, its process group
 and the pids of the earlier lines still running (`-` when none): a run beside a process left by a
@@ -144,6 +144,7 @@ def serve(settings: dict[str, str], flags: set[str], code: int) -> None:
         if "log_requests" in flags:
             with open(Path.cwd().parent / "requests.log", "a") as log:
                 log.write(json.dumps({"side": Path.cwd().name, **request}) + "\n")
+        time.sleep(float(settings.get("block_sleep", 0)))
         shapes = json.loads(Path(request["shapes"]).read_text())
         failing = write_csv(request["summary_csv"], shapes, settings, flags)
         reply = {"id": request["id"], "exit": int(failing)}

@@ -107,6 +107,8 @@ def cli(ctx: click.Context, campaign: str | None, quiet: bool) -> None:
       kgit round validate                       quick validation and the mechanical verdict
       kgit round accept | rollback              fast-forward the best line, or go back to it
       kgit status | log | show N                where things stand, the lineage, one round
+      kgit finish                               final acceptance: re-gated, re-measured, a branch
+      kgit report [--format html]               the campaign's report (trend, per-shape gains)
       kgit doctor [--fix]                       explain (and repair) what a kill left behind
       kgit trust --campaign NAME                approve a fetched campaign's commands
       kgit manifest edit [-m FILE]              revise the manifest (a new revision in the record)

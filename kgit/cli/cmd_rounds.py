@@ -22,10 +22,17 @@ from kgit.views.commands import (
 
 @cli.group(context_settings=CONTEXT)
 def round() -> None:
-    """One hypothesis, one change: start, validate, accept or rollback."""
+    """One hypothesis, one change: start, validate, accept or rollback.
+
+    \b
+      kgit round start "bigger BLOCK_K halves the K loop"
+      git commit -am "BLOCK_K 64"     after the edit: the hook runs the gate
+      kgit round validate             the verdict, recorded in a note
+      kgit round accept               if it says ACCEPTED (else kgit round rollback)
+    """
 
 
-@round.command("start")
+@round.command("start", short_help="Open the next round on its own branch, for one hypothesis.")
 @click.argument("hypothesis")
 @click.option("--reopen", is_flag=True, help="Go on with a finished campaign (kgit finish again).")
 @click.option(
@@ -53,7 +60,7 @@ def round_start(
     )
 
 
-@round.command("validate")
+@round.command("validate", short_help="Gate, measure and judge the round's commit.")
 @click.option(
     "--full", is_flag=True, help="Measure every target shape, not only the representative ones."
 )
@@ -68,7 +75,7 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
     emit(result, as_json, render_verdict)
 
 
-@round.command("accept")
+@round.command("accept", short_help="Fast-forward the best line to an accepted round.")
 @click.option(
     "--attribution", help="What the gain comes from; kept in the round's note, shown in the report."
 )
@@ -89,7 +96,7 @@ def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json:
     )
 
 
-@round.command("rollback")
+@round.command("rollback", short_help="Go back to the best line (the round stays recorded).")
 @click.option(
     "--reason",
     help="Why it failed (the root cause): required, as the campaign method asks; kept in the round's "

@@ -199,7 +199,9 @@ def test_the_next_calibration_pair_starts_up_during_the_current_pairs_quads(
 ) -> None:
     # The baseline's cost: each later pair of processes imports while the pair before it times,
     # and still starts CUDA (its first pass) in a validation's order, the candidate's first.
-    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra="hold\nexit_sleep: 0\n"))
+    # Blocks of 0.1 s: a pair's quads outlast the next pair's start-up on a loaded machine too.
+    extra = "hold\nexit_sleep: 0\nblock_sleep: 0.1\n"
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra=extra))
     events = _events(repo)
     held = {side: events[(side, "held")] for side in ("candidate", "reference")}
     closed = events[("candidate", "exit-asked")]  # a pair ends when its sides are asked to exit
@@ -212,6 +214,24 @@ def test_the_next_calibration_pair_starts_up_during_the_current_pairs_quads(
         # the candidate's first pass, then the reference's, once the pair before has ended
         first_candidate = passes["candidate"][pair]  # [0]: the baseline's own first pass
         assert closed[pair - 1] <= first_candidate <= passes["reference"][pair], events
+    assert processes_under(repo) == []
+
+
+def test_where_the_cpu_is_the_device_the_next_pair_starts_after_the_quads(
+    kernel_repo: Path,
+) -> None:
+    # Importing beside the blocks would slow what they time: each later pair is launched once
+    # the one before has ended.
+    extra = "hold\nexit_sleep: 0\nblock_sleep: 0.1\ngpu: cpu\n"
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra=extra))
+    events = _events(repo)
+    held = {side: events[(side, "held")] for side in ("candidate", "reference")}
+    closed = events[("candidate", "exit-asked")]
+    assert len(held["candidate"]) == len(held["reference"]) == 2, events  # pairs 2 and 3
+    assert len(closed) == 3, events
+    for pair in (1, 2):
+        for side in ("candidate", "reference"):
+            assert closed[pair - 1] <= held[side][pair - 1], (pair, side, events)
     assert processes_under(repo) == []
 
 
