@@ -4,6 +4,7 @@ the reference's blocks, and a no-change round was accepted at +9% and +67% (issu
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shlex
 import signal
@@ -18,6 +19,7 @@ from kgit.engine.measuring.holding import (
     Hold,
     family,
     kill_adopted,
+    reap_adopted,
     subreaper,
 )
 from kgit.engine.measuring.side_process import SideProcess
@@ -124,6 +126,24 @@ def _orphan_pid(pid_file: Path) -> int:
     return int(pid_file.read_text())
 
 
+def _wait_adopted(pid: int) -> None:
+    """Until PID's parent is this process (its own parent exited: it came back to us)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _ppid(pid) != os.getpid():
+        time.sleep(0.02)
+    assert _ppid(pid) == os.getpid()
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _is_subreaper() -> bool:
+    flag = ctypes.c_int(0)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    return bool(flag.value)
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -145,9 +165,7 @@ def test_a_double_forked_orphan_comes_back_to_kgit_and_is_held(tmp_path: Path) -
     )
     try:
         orphan = _orphan_pid(pid_file)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and os.getpgid(orphan) == proc.pid:
-            time.sleep(0.05)
+        _wait_adopted(orphan)
         assert orphan not in family(proc.pid)  # out of the group and of the descendants
         assert orphan in family(proc.pid, "m1")  # adopted, and marked as the side's
         assert orphan not in family(proc.pid, "another side")
@@ -173,4 +191,87 @@ def test_a_side_leaves_no_double_forked_orphan_running(tmp_path: Path) -> None:
     orphan = _orphan_pid(pid_file)
     assert _alive(orphan)
     side.kill()
-    assert not _alive(orphan)
+    assert not Path(f"/proc/{orphan}").exists()  # killed and reaped: no zombie left either
+    assert not _is_subreaper()  # the last side down ends it
+
+
+# The orphan clears its environment (no KGIT_SIDE to read): held with the side all the same.
+UNMARKED = DOUBLE_FORK.replace(
+    f"        exec({SPIN!r})\n",
+    f"        os.execve(sys.executable, [sys.executable, '-c', {SPIN!r}], {{}})\n",
+)
+
+
+def test_an_orphan_that_clears_its_mark_is_held_and_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "orphan"
+    pid_file.touch()
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(UNMARKED)} {pid_file}"
+    side = SideProcess(command, tmp_path, dict(os.environ), echo=False)
+    try:
+        orphan = _orphan_pid(pid_file)
+        _wait_adopted(orphan)
+        assert SIDE_ENV.encode() not in Path(f"/proc/{orphan}/environ").read_bytes()
+        side.hold()
+        before = _cpu_s(orphan)
+        time.sleep(0.4)
+        assert _cpu_s(orphan) - before <= HELD_CPU_ALLOWANCE_S
+        assert side.release() <= HELD_CPU_ALLOWANCE_S
+    finally:
+        side.kill()
+    assert not Path(f"/proc/{orphan}").exists()
+
+
+# Each process forks its successor, in a session of its own (no group stop reaches the chain),
+# and exits at once: a chain that a single scan then stop misses (the successor is born between
+# the two). Each generation counts itself in the file argv[1]; the chain ends at argv[1].stop,
+# or after 30 s whatever happens to the test.
+HOPPER = (
+    "import os, sys, time\n"
+    "end = time.monotonic() + 30\n"
+    "fd = os.open(sys.argv[1], os.O_WRONLY)\n"
+    "n = 0\n"
+    "while True:\n"
+    "    n += 1\n"
+    "    if os.path.exists(sys.argv[1] + '.stop') or time.monotonic() > end:\n"
+    "        os._exit(0)\n"
+    "    os.pwrite(fd, n.to_bytes(8, 'little'), 0)\n"
+    "    if os.fork():\n"
+    "        os._exit(0)\n"
+    "    os.setsid()\n"
+    "    sum(range(2_000))\n"
+)
+
+
+def _generations(path: Path) -> int:
+    return int.from_bytes(path.read_bytes()[:8] or b"\0", "little")
+
+
+def test_a_process_that_keeps_forking_is_stopped_or_refused(tmp_path: Path) -> None:
+    counter = tmp_path / "generations"
+    counter.write_bytes(bytes(8))
+    assert subreaper(True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOPPER, str(counter)],
+        start_new_session=True,
+        env={**os.environ, SIDE_ENV: "h"},
+    )
+    try:
+        time.sleep(0.3)
+        assert _generations(counter) > 10  # the chain runs
+        held = Hold(proc.pid, "h")
+        held.stop()
+        stopped_at = _generations(counter)
+        time.sleep(0.3)
+        # Either the whole chain is stopped, or the hold says it could not be stopped.
+        assert held.unsettled or _generations(counter) == stopped_at
+        if held.unsettled:
+            assert held.release() > HELD_CPU_ALLOWANCE_S
+    finally:
+        Path(f"{counter}.stop").touch()
+        for pid in family(proc.pid, "h"):  # held: let it go on to its end
+            os.kill(pid, signal.SIGCONT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (reap_adopted(proc.pid) or family(proc.pid, "h")[1:]):
+            time.sleep(0.05)
+        proc.wait()
+        subreaper(False)

@@ -12,14 +12,18 @@ child that left the group with setsid is still a descendant). A process that lef
 double fork, would be reparented to init and out of reach: so while sides are up kgit is a child
 subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux), such an orphan comes back to kgit as its child,
 and the side's mark in its environment (`KGIT_SIDE`, inherited through every fork) says whose it
-is. It is held with its side and killed when the side closes. What stays out of reach: an
-orphan that also rewrote the environment block in its own memory.
+is. It is held with its side and killed when the side closes; an adopted orphan with no mark kgit
+can read (its environment cleared, or unreadable) is held with either side and killed at the
+first close. A process that forks anew while the hold lands is caught by scanning again until
+none is new. What stays out of reach: a process started outside kgit's process tree (a service
+manager's, say); a freezer cgroup per side would reach that too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import signal
 import time
@@ -27,6 +31,8 @@ from dataclasses import dataclass, field
 
 SIDE_ENV = "KGIT_SIDE"  # a side's mark, in the environment of every process it starts
 _PR_SET_CHILD_SUBREAPER = 36
+_SCANS = 20  # rescans of a hold before a side that keeps forking is taken as running
+_sides: set[int] = set()  # the sides' own processes up now (Popens'): while any, a subreaper
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 # CPU a held side may show: the accounting of the tick in which the stop landed.
@@ -76,24 +82,57 @@ def subreaper(on: bool) -> bool:
         return False
 
 
-def _marked(pid: int, mark: str) -> bool:
+def side_started(pid: int) -> None:
+    """PID, a side's process, is up (the caller made this process a subreaper before it)."""
+    _sides.add(pid)
+
+
+def side_ended(pid: int) -> None:
+    """PID is down; the last one down ends the subreaper."""
+    _sides.discard(pid)
+    if not _sides:
+        subreaper(False)
+
+
+def _mark_of(pid: int) -> str | None:
+    """PID's KGIT_SIDE; None where it has none or it cannot be read (a zombie, or a process that
+    made itself undumpable)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            return f"{SIDE_ENV}={mark}".encode() in f.read().split(b"\0")
+            entries = f.read().split(b"\0")
     except OSError:
-        return False
+        return None
+    prefix = f"{SIDE_ENV}=".encode()
+    return next(
+        (e[len(prefix) :].decode(errors="replace") for e in entries if e.startswith(prefix)), None
+    )
+
+
+def reap_adopted(root: int) -> set[int]:
+    """Reap the orphans this process adopted that have exited, and say which: no Popen waits
+    for them, and a side that forks without end would fill the process table. A side's own
+    process (ROOT, any of _sides) is its Popen's to wait for."""
+    me, reaped = os.getpid(), set()
+    for pid, st in _table().items():
+        if st.ppid == me and st.state in "ZX" and pid != root and pid not in _sides:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+                reaped.add(pid)
+    return reaped
 
 
 def family(root: int, mark: str | None = None) -> list[int]:
-    """ROOT's process group and every descendant of ROOT, alive now; with MARK, also this
-    process's children that carry the side's MARK (orphans it adopted) and their descendants."""
+    """ROOT's process group and every descendant of ROOT, alive now; with MARK, also the orphans
+    this process adopted that carry MARK or no mark it can read, and their descendants."""
     table = _table()
     members = {pid for pid, st in table.items() if st.pgrp == root}
     members.add(root)
     if mark is not None:
         me = os.getpid()
         members |= {
-            p for p, st in table.items() if st.ppid == me and p != root and _marked(p, mark)
+            p
+            for p, st in table.items()
+            if st.ppid == me and p != root and p not in _sides and _mark_of(p) in (mark, None)
         }
     grew = True
     while grew:
@@ -111,23 +150,35 @@ class Hold:
     mark: str | None = None  # the side's KGIT_SIDE
     pids: list[int] = field(default_factory=list)
     ticks: int = 0
+    unsettled: bool = False
 
     def stop(self) -> None:
-        self.pids = family(self.root, self.mark)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.root, signal.SIGSTOP)
-        for pid in self.pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGSTOP)
-        # The signal lands asynchronously: count from the moment every process is stopped.
-        deadline = time.monotonic() + _STOP_WAIT_S
-        while time.monotonic() < deadline and not self._all_stopped():
-            time.sleep(0.001)
+        self.pids = []
+        for _ in range(_SCANS):  # a process may fork between a scan and its stop: scan again
+            # An adopted orphan that exited since the last scan says something still forks:
+            # a chain of processes each living less than a scan is seen only by its exits.
+            exited = reap_adopted(self.root) if self.mark is not None else set()
+            new = [pid for pid in family(self.root, self.mark) if pid not in self.pids]
+            if not new and not exited:
+                break
+            self.pids += new
+            for pid in new:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            # The signal lands asynchronously: count from the moment every process is stopped.
+            deadline = time.monotonic() + _STOP_WAIT_S
+            while time.monotonic() < deadline and not self._all_stopped():
+                time.sleep(0.001)
+        else:
+            self.unsettled = True  # it forked as fast as it was stopped: taken as running
         self.ticks = self._ticks()
 
     def release(self) -> float:
-        """Continue the processes; the CPU seconds they used while stopped."""
-        used = (self._ticks() - self.ticks) * _TICK_S
+        """Continue the processes; the CPU seconds they used while stopped (infinite for a
+        side whose processes kept forking through the hold)."""
+        used = math.inf if self.unsettled else (self._ticks() - self.ticks) * _TICK_S
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.root, signal.SIGCONT)
         for pid in self.pids:

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgit import progress
-from kgit.engine.measuring.holding import SIDE_ENV, Hold, kill_adopted, subreaper
+from kgit.engine.measuring.holding import (
+    SIDE_ENV,
+    Hold,
+    kill_adopted,
+    side_ended,
+    side_started,
+    subreaper,
+)
 from kgit.engine.runner import TAIL_BYTES
 from kgit.records.protocol import (
     DigestLines,
@@ -26,7 +33,6 @@ from kgit.records.protocol import (
 )
 
 EXIT_GRACE_S = 5.0
-_up: set[int] = set()  # the sides' processes up now: kgit is a child subreaper while any is
 
 
 class SideProcess:
@@ -47,11 +53,10 @@ class SideProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: killed whole
             )
-        except OSError:
-            if not _up:
-                subreaper(False)
+        except BaseException:
+            side_ended(-1)  # none started: the subreaper ends if no other side is up
             raise
-        _up.add(self.proc.pid)
+        side_started(self.proc.pid)
         self.tail: deque[bytes] = deque()
         self.digests = DigestLines()  # of the whole output, not only the kept tail
         self.asked = False  # asked to exit
@@ -135,11 +140,11 @@ class SideProcess:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        kill_adopted(self.proc.pid, self.mark)
-        _up.discard(self.proc.pid)
-        if not _up:
-            subreaper(False)
+        try:
+            self.proc.wait()
+            kill_adopted(self.proc.pid, self.mark)
+        finally:
+            side_ended(self.proc.pid)
         self.reader.join(timeout=5)
 
     def hold(self) -> None:

@@ -11,6 +11,7 @@ A SIGKILL of kgit is no way out it sees: the next measurement kills the side (kg
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import tempfile
 import time
@@ -167,11 +168,13 @@ class ResidentSide(Side):
         used = self.process.release()
         if used > HELD_CPU_ALLOWANCE_S:
             self.process.kill()
+            ran = "kept forking" if math.isinf(used) else f"used {used * 1000:.0f} ms of CPU"
             raise HarnessError(
-                f"validation ERROR: the {self.name} side's processes used {used * 1000:.0f} ms "
-                "of CPU while they were stopped for the other side's block",
+                f"validation ERROR: the {self.name} side's processes {ran} while they were "
+                "stopped for the other side's block",
                 hint="a process of its harness ran while the side was held (one stop covers "
-                "the side's process group and descendants): nothing was judged",
+                "the side's process group, its descendants and the orphans kgit adopted): "
+                "nothing was judged",
                 details=self.process.text()[-4000:],
             )
 
