@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -47,6 +48,13 @@ print("test_kernel: passed")
 # is exact; tests of the interleaved policy (the default) take the line out (without_policy).
 SEED_POLICY = "decision_policy: seed\n"
 assert SEED_POLICY in MANIFEST
+
+
+def interruptible() -> None:
+    """A child's preexec_fn: SIGINT back to its default, so that the child (Python) turns it into
+    KeyboardInterrupt. A shell's background job (`pytest &`, CI under nohup) inherits SIGINT
+    ignored, and Python keeps it ignored: a test that interrupts kgit then waits in vain."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def without_policy(manifest: Path) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_kgit
+from tests.conftest import git, interruptible, run_kgit
 from tests.engine.test_resident_harness import left_under, processes_under
 
 KERNEL = """\
@@ -206,6 +206,7 @@ def test_a_kill_mid_audit_leaves_the_users_tree_and_a_usable_audit_tree(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     # Wait for a mutant's gate: the mutated kernel is in the audit tree while the check hangs.
     # The canary's kernel differs from KERNEL too, but its gate fails at once: waiting on "not

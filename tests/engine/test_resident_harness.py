@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kgit.judge.scoring import pct
-from tests.conftest import Built, baselined, commit, git, run_kgit
+from tests.conftest import Built, baselined, commit, git, interruptible, run_kgit
 
 POLICY = """\
 decision_policy: interleaved
@@ -376,6 +376,7 @@ def test_a_signal_during_validate_leaves_no_harness_behind(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not processes_under(repo, "harness.py"):
