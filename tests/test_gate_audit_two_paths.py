@@ -12,6 +12,7 @@ and the baseline's audit takes at most two gate runs of wall time.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -167,7 +168,11 @@ def test_the_baseline_audit_costs_at_most_two_gate_runs(two_paths_repo: Path, ga
     assert judged, result.err  # the budget left room for mutants, not only for the control
     assert all(m["function"] == ROW for m in judged)
     if gate == "test_weak.py":
-        # The first survivor ends the row kernel's mutants: one survivor, no more.
-        assert [m["outcome"] for m in judged].count("survived") == 1, result.err
+        # The first survivor ends the row kernel's mutants: none is started after it, but those
+        # already running beside it (one per core, up to 4: audit_tree.parallel_trees) may
+        # survive too (CI once saw 2 on 2 cores).
+        side_by_side = max(1, min(4, os.cpu_count() or 1))
+        survived = [m["outcome"] for m in judged].count("survived")
+        assert 1 <= survived <= side_by_side, result.err
     else:
         assert all(m["outcome"] != "survived" for m in audit["mutants"]), result.err

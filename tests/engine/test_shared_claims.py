@@ -409,11 +409,13 @@ def test_three_clones_share_one_hypotheses_file_each_line_once(
     procs = [_worker(c, _queue(kernel_repo, c), f"w{n}") for n, c in enumerate(places)]
     outcomes, summaries = _ended(procs)
     _every_line_once(outcomes, bare)
-    assert [r["round"] for r in log(a)] == list(range(1, len(outcomes) + 2))  # no round lost
     for clone, summary in zip(places, summaries, strict=True):
         assert summary["claims"]["clone"] == clone_id(open_repo(clone))
         assert summary["claims"]["taken_back"] == []
+    # Pulled first: a clone whose worker ended early has not seen the others' last rounds (CI
+    # once read rounds 1-4 and 6 of 7 in clone A before its pull).
     _same_everywhere(places)
+    assert [r["round"] for r in log(a)] == list(range(1, len(outcomes) + 2))  # no round lost
 
 
 def _die_holding_line_one(clone: Path, queue: Path) -> int:
