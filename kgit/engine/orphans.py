@@ -169,19 +169,26 @@ def _running(pid: int, start: str) -> bool:
     return stat is not None and stat[0] not in ENDED and stat[3] == start
 
 
-def _owner_of(pid: int) -> tuple[str, str, str] | None:
-    """PID's tether: (kgit's pid, its start time, the repository); None when untethered or
-    unreadable (another user's process)."""
+def environ_value(pid: int, name: str) -> str | None:
+    """NAME's value in PID's environment as it started; None when absent or unreadable
+    (another user's process, an undumpable one, a zombie)."""
     try:
         environ = (PROC / str(pid) / "environ").read_bytes()
     except OSError:
         return None
-    prefix = OWNER_ENV.encode() + b"="
+    prefix = name.encode() + b"="
     for entry in environ.split(b"\0"):
         if entry.startswith(prefix):
-            parts = entry[len(prefix) :].decode(errors="replace").split(":", 2)
-            if len(parts) == 3 and parts[0].isdigit():
-                return parts[0], parts[1], parts[2]
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
+def _owner_of(pid: int) -> tuple[str, str, str] | None:
+    """PID's tether: (kgit's pid, its start time, the repository); None when untethered or
+    unreadable (another user's process)."""
+    parts = (environ_value(pid, OWNER_ENV) or "").split(":", 2)
+    if len(parts) == 3 and parts[0].isdigit():
+        return parts[0], parts[1], parts[2]
     return None
 
 

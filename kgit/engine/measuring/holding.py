@@ -29,6 +29,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from kgit.engine.orphans import environ_value
+
 SIDE_ENV = "KGIT_SIDE"  # a side's mark, in the environment of every process it starts
 _PR_SET_CHILD_SUBREAPER = 36
 _SCANS = 20  # rescans of a hold before a side that keeps forking is taken as running
@@ -95,17 +97,8 @@ def side_ended(pid: int) -> None:
 
 
 def _mark_of(pid: int) -> str | None:
-    """PID's KGIT_SIDE; None where it has none or it cannot be read (a zombie, or a process that
-    made itself undumpable)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            entries = f.read().split(b"\0")
-    except OSError:
-        return None
-    prefix = f"{SIDE_ENV}=".encode()
-    return next(
-        (e[len(prefix) :].decode(errors="replace") for e in entries if e.startswith(prefix)), None
-    )
+    """PID's KGIT_SIDE; None where it has none or it cannot be read."""
+    return environ_value(pid, SIDE_ENV)
 
 
 def reap_adopted(root: int) -> set[int]:
