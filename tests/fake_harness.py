@@ -3,7 +3,7 @@
 It reads `kernel.txt` from the current directory. `speed: X` sets Forward TFLOPS of every shape to
 X times the shape's factor; `speed.<label>: X` overrides one shape; `fail: <label>` makes that
 shape FAIL (`oom: <label>`: FAIL, said to be an out-of-memory as a kgit.measure harness says it); `exit: N` forces an exit code; `hang` sleeps; `flood` prints 50 MB; `drift` renames a
-column; `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line (`gpu: NAME` that GPU); `noise: S` multiplies every value by
+column; `snr: X` writes out_snr X (50 by default); `crlf` writes CRLF line ends with trailing spaces; `torch: V` reports that torch version in a fingerprint line (`gpu: NAME` that GPU); `noise: S` multiplies every value by
 exp(N(0, S)), fresh each run; `boost.NAME: F` multiplies every speed by F (each line its own NAME, so
 changes to different lines merge); `speeds: A,B,...` with `counter: PATH` gives the n-th run (counted
 in the file PATH) speed A, B, ... in turn.
@@ -91,7 +91,7 @@ def write_csv(path: str, shapes: list[dict], settings: dict[str, str], flags: se
         bwd_ms = 2 * fwd_ms
         lines.append(
             f"{label},{b},{m},{n},{k},PASS,{speed:.6f},{speed * 0.01:.6f},{speed:.6f},"
-            f"{speed * 0.01:.6f},{fwd_ms:.9f},{bwd_ms:.9f},50.0,50.0,50.0"
+            f"{speed * 0.01:.6f},{fwd_ms:.9f},{bwd_ms:.9f},{settings.get('snr', '50.0')},50.0,50.0"
         )
     # CRLF mode: CRLF everywhere, and a trailing blank after each data row's last number.
     text = (

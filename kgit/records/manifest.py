@@ -99,6 +99,9 @@ class Manifest:
     peaks: Peaks = field(default_factory=Peaks)
     # Mutants of kernel_source the gate is audited on at baseline (kgit gate audit); 0: none.
     gate_audit_mutants: int = 6
+    # What the harness, the gate and the rebuild see beyond kgit's own settings: nothing of the
+    # caller's shell is passed but these (kgit/engine/measuring/world.py), e.g. TRITON_INTERPRET.
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def shape_labels(self) -> list[str]:
@@ -176,6 +179,7 @@ def _build(data: dict[str, Any]) -> Manifest:
     fields["peaks"] = Peaks(**(fields.get("peaks") or {}))
     for key in ("representative_shapes", "protected_paths"):
         fields[key] = list(fields.get(key) or [])
+    fields["env"] = {str(k): str(v) for k, v in (fields.get("env") or {}).items()}
     if not fields["protected_paths"]:
         fields["protected_paths"] = harness_paths(fields["quick_command"])
     return Manifest(**fields)

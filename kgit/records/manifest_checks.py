@@ -184,8 +184,29 @@ def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
+# The environment of a measuring process is kgit's to build (kgit/engine/measuring/world.py): these
+# names are its own per-process settings, and these prefixes Python's start-up and bytecode, the
+# loader's preloads and kgit's protocol. A manifest's `env:` declares none of them.
+KGIT_OWN_ENV = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH",
+                "XDG_CACHE_HOME")  # fmt: skip
+RESERVED_ENV_PREFIXES = ("KGIT_", "PYTHON", "LD_PRELOAD", "LD_AUDIT", "LD_DEBUG", "DYLD_")
+
+
+def _env_errors(data: dict[str, Any]) -> list[str]:
+    env = data.get("env")
+    if not isinstance(env, dict):
+        return []
+    return [
+        f"env.{name}: kgit sets this itself for every measuring process (its own home, "
+        "temporary folder, caches, Python path and bytecode settings); it cannot be declared"
+        for name in env
+        if isinstance(name, str)
+        and (name in KGIT_OWN_ENV or name.startswith(RESERVED_ENV_PREFIXES))
+    ]
+
+
 def manifest_problems(data: dict[str, Any]) -> list[str]:
     """Every problem of a manifest's fields DATA, in the order the user reads them."""
     problems = _unknown_keys(data) + _schema_errors(data) + _semantic_errors(data)
     problems += _value_errors(data) + _repo_path_errors(data) + _gemm_shape_errors(data)
-    return problems + _command_errors(data)
+    return problems + _command_errors(data) + _env_errors(data)

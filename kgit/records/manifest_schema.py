@@ -128,6 +128,11 @@ SCHEMA: dict[str, Any] = {
         "interleaved": INTERLEAVED_SCHEMA,
         "peaks": _PEAKS_SCHEMA,
         "gate_audit_mutants": {"type": "integer", "minimum": 0, "maximum": MAX_AUDIT_MUTANTS},
+        "env": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+            "additionalProperties": {"type": "string"},
+        },
     },
 }
 
@@ -146,6 +151,9 @@ HINTS = {
     "peaks": "keys: tflops (a number, or one per precision: "
     + ", ".join(PRECISIONS)
     + "), gbps, cache_mb, margin_pct",
+    "env": 'a mapping of variable names to strings (quote numbers: TRITON_INTERPRET: "1"); '
+    "kgit's own (KGIT_*, PYTHON*, HOME, TMPDIR, caches) and the loader's (LD_PRELOAD, "
+    "LD_AUDIT) cannot be declared",
     "gate_audit_mutants": f"how many mutants of kernel_source the baseline runs the gate on, "
     f"0 (no audit) to {MAX_AUDIT_MUTANTS}",
     "interleaved": "keys: min_pairs, max_pairs, budget_s, confidence, min_effect_pct, "

@@ -89,7 +89,15 @@ def test_accept_and_rollback_say_their_result_once(campaign: Path) -> None:
 
 
 def test_kgit_tells_the_harness_that_the_csv_path_is_its_own(tmp_path: Path) -> None:
-    from kgit.engine.measuring.passes import harness_env
+    from types import SimpleNamespace
 
-    env = harness_env(tmp_path)
-    assert env["KGIT_RUN"] == "1" and env["PYTHONPATH"].split(":")[0] == str(tmp_path)
+    from kgit.engine.measuring.sealed import harness_world
+
+    campaign = SimpleNamespace(manifest=SimpleNamespace(env={}))
+    world = harness_world(campaign, tmp_path)  # type: ignore[arg-type]
+    try:
+        # kgit's own copy of its measuring code first, then the tree's own code.
+        lib, tree = world.env["PYTHONPATH"].split(":")
+        assert world.env["KGIT_RUN"] == "1" and (lib, tree) == (str(world.lib), str(tmp_path))
+    finally:
+        world.close()

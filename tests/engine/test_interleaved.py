@@ -26,15 +26,21 @@ def test_baseline_calibrates_noise_floors_and_records_the_environment(ab_campaig
     state = json.loads(git(ab_campaign, "show", "refs/kgit/c1/campaign:state.json"))
     assert set(state["noise_floors"]) == set(state["representative"])
     assert all(0.005 <= f < 0.2 for f in state["noise_floors"].values())  # min_effect_pct 0.5
-    harness_said = {k: v for k, v in state["fingerprint"].items() if not k.startswith("python_")}
+    kgit_said = ("python_", "environment", "kgit_measuring")
+    harness_said = {k: v for k, v in state["fingerprint"].items() if not k.startswith(kgit_said)}
     assert harness_said == {
         "gpu": "FakeGPU",
         "torch": "2.11",
         "gpu_index": "0",
         "gpu_uuid": "GPU-fake-0",
     }
-    # kgit's own probe of the harness's interpreter (kgit/engine/measuring/pyenv.py)
+    # kgit's own probe of the harness's interpreter (kgit/engine/measuring/pyenv.py), and the
+    # world it ran the harness in (kgit/engine/measuring/world.py): the variables it passed, and
+    # the digest of kgit's measuring code it copied
     assert " files, sha256 " in state["fingerprint"]["python_startup"]
+    passed = json.loads(state["fingerprint"]["environment"])
+    assert "PATH" in passed and not any(k.startswith(("PYTHON", "LD_", "HOME")) for k in passed)
+    assert len(state["fingerprint"]["kgit_measuring"]) == 16
     assert (
         ab_campaign / ".git" / "kgit" / "worktrees" / "c1" / "reference" / "kernel.txt"
     ).exists()

@@ -122,7 +122,11 @@ class AuditRun:
             shapes = None
         with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
             log = Path(scratch) / "gate.jsonl"
-            env = recording(gate_env(tree), log) if self.kernels else gate_env(tree)
+            env = (
+                recording(gate_env(campaign, tree), log)
+                if self.kernels
+                else gate_env(campaign, tree)
+            )
             started = start_command(campaign.manifest.test_command, tree,
                                     tether=campaign.repo.common_dir, env=env)  # fmt: skip
             try:

@@ -83,7 +83,7 @@ def observe(
     with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
         folder = Path(scratch)
         gate_log, shapes_log = folder / "gate.jsonl", folder / "shapes.jsonl"
-        env = recording(gate_env(tree), gate_log) if record else gate_env(tree)
+        env = recording(gate_env(campaign, tree), gate_log) if record else gate_env(campaign, tree)
         gate = start_command(campaign.manifest.test_command, tree, tether=tether, env=env)
         harness: Started | None = None
         try:
@@ -116,7 +116,7 @@ def _start_harness(campaign: Campaign, tree: Path, folder: Path, log: Path) -> S
     shapes = folder / "shapes.json"
     shapes.write_text(json.dumps(campaign.manifest.target_shapes))
     command = harness_command(campaign.manifest.quick_command, folder / "summary.csv", shapes)
-    env = recording(gate_env(tree), log)
+    env = recording(gate_env(campaign, tree), log)
     return start_command(command, tree, tether=campaign.repo.common_dir, env=env)
 
 
@@ -237,7 +237,7 @@ class Pool:
 
     def _start(self, order: int, mutant: Mutant, tree: Path) -> _Running:
         write_file(tree, mutant.path, mutant.apply(self.sources[mutant.path]))
-        env = mutant_env(tree, self.leave_out(mutant))
+        env = mutant_env(self.campaign, tree, self.leave_out(mutant))
         try:
             started = start_command(self.campaign.manifest.test_command, tree,
                                     tether=self.campaign.repo.common_dir, env=env)  # fmt: skip
@@ -391,7 +391,9 @@ def _harness_csv(campaign: Campaign, tree: Path, timeout_s: float) -> bytes | No
         shapes, table = folder / "shapes.json", folder / "summary.csv"
         shapes.write_text(json.dumps(campaign.manifest.target_shapes))
         command = harness_command(campaign.manifest.quick_command, table, shapes)
-        started = start_command(command, tree, tether=campaign.repo.common_dir, env=gate_env(tree))
+        started = start_command(
+            command, tree, tether=campaign.repo.common_dir, env=gate_env(campaign, tree)
+        )
         ran = started.wait(timeout_s)
         done = ran.returncode in (0, 1) and table.is_file()
         return table.read_bytes() if done else None

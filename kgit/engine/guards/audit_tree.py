@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.passes import harness_env
+from kgit.engine.measuring.sealed import gate_env as sealed_gate_env
 from kgit.engine.measuring.worktree import measuring_tree
 from kgit.engine.runner import CommandResult, run_command
 from kgit.errors import KgitError
@@ -38,7 +38,7 @@ def gate_with(
                 tree,
                 campaign.manifest.timeout_s,
                 tether=campaign.repo.common_dir,
-                env=gate_env(tree),
+                env=gate_env(campaign, tree),
             )
             if not built.ok:
                 return None, False
@@ -54,24 +54,24 @@ def run_gate(campaign: Campaign, tree: Path, timeout_s: float) -> CommandResult:
         tree,
         timeout_s,
         tether=campaign.repo.common_dir,
-        env=gate_env(tree),
+        env=gate_env(campaign, tree),
     )
 
 
-def gate_env(tree: Path) -> dict[str, str]:
-    # The tree's own code first on the import path (as for the harness), and no bytecode cache:
-    # a mutant of the same size written within the same second as the file it replaced would
-    # otherwise be read back from, or leave behind, a stale .pyc.
-    env = harness_env(tree)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+def gate_env(campaign: Campaign, tree: Path) -> dict[str, str]:
+    # The gate's world (kgit/engine/measuring/world.py): no bytecode cache is written, so a
+    # mutant of the same size written within the same second as the file it replaced is never
+    # read back from, nor leaves behind, a stale .pyc.
+    return sealed_gate_env(campaign, tree)
 
 
-def mutant_env(tree: Path, leave_out: list[str] | None = None) -> dict[str, str]:
+def mutant_env(
+    campaign: Campaign, tree: Path, leave_out: list[str] | None = None
+) -> dict[str, str]:
     """A mutant's gate: pytest (wherever the gate starts it) stops at its first failure, since
     one failure catches the mutant; the rest of the suite would only spend the audit's time.
     LEAVE_OUT: tests (pytest node ids) the control's record shows cannot see the mutant."""
-    env = gate_env(tree)
+    env = gate_env(campaign, tree)
     skip = [f"--deselect {shlex.quote(test)}" for test in leave_out or []]
     env["PYTEST_ADDOPTS"] = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"), "-x", *skip]))
     return env

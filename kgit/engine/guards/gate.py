@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.measuring.pyenv import isolated_env
+from kgit.engine.measuring.sealed import gate_env, gate_lib, watched
 from kgit.engine.measuring.worktree import measuring_tree
+from kgit.engine.measuring.world import unpassed_hint
 from kgit.engine.runner import CommandResult, run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
@@ -41,14 +42,21 @@ def run_tests(
     command = campaign.manifest.test_command
     say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
     folder = checkout or campaign.repo.root
-    return run_command(
-        command,
-        folder,
-        campaign.manifest.timeout_s,
-        tether=campaign.repo.common_dir,
-        echo=echo,
-        env=isolated_env(),
-    )
+    env = gate_env(campaign, folder)
+    with watched(campaign, gate_lib(), "the gate"):
+        result = run_command(
+            command,
+            folder,
+            campaign.manifest.timeout_s,
+            tether=campaign.repo.common_dir,
+            echo=echo,
+            env=env,
+        )
+    if not result.ok:
+        unpassed = unpassed_hint(campaign.manifest.env)
+        if unpassed:
+            say(f"gate: {unpassed}")
+    return result
 
 
 def gate_files(repo: Repo, commit: str, manifest: Manifest) -> GateReads:

@@ -26,7 +26,13 @@ LAUNCH_LOG_ENV = "KGIT_LAUNCH_LOG"  # the recorder's own name for it: kgit/launc
 def recording(env: dict[str, str], log: Path) -> dict[str, str]:
     """ENV with the recorder first on PYTHONPATH, logging to LOG (emptied first)."""
     log.write_text("")
-    path = os.pathsep.join(filter(None, [str(launch_hook_dir()), env.get("PYTHONPATH")]))
+    # The recorder from kgit's copy in the process's world (kgit/engine/measuring/world.py):
+    # never the installed one, whose bytecode a kernel may have rewritten.
+    lib = env.get("PYTHONPATH", "").split(os.pathsep)[0]
+    hook = Path(lib) / "kgit" / "launch_hook"
+    if not lib or not (hook / "sitecustomize.py").is_file():
+        hook = launch_hook_dir()
+    path = os.pathsep.join(filter(None, [str(hook), env.get("PYTHONPATH")]))
     return {**env, "PYTHONPATH": path, LAUNCH_LOG_ENV: str(log)}
 
 

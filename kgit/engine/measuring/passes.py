@@ -3,14 +3,15 @@ preconditions every state-changing command shares."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.devicelock import measuring
-from kgit.engine.measuring.pyenv import command_facts, isolated_env
+from kgit.engine.measuring.baseline_snrs import precision_checked
+from kgit.engine.measuring.pyenv import command_facts
+from kgit.engine.measuring.sealed import harness_world, sealed, world_facts
+from kgit.engine.measuring.world import env_changes, unpassed_hint
 from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo
@@ -19,13 +20,11 @@ from kgit.progress import Say
 from kgit.records.notes import RoundNote, in_line_order
 from kgit.records.protocol import (
     MEMORY_SHARE_ENV,
-    RUN_ENV,
     changed_since_written,
     out_of_memory_reports,
     written_digest,
 )
 from kgit.records.schema import BenchTable, parse_bench_csv
-from kgit.resources import package_home
 
 
 class HarnessError(KgitError):
@@ -42,16 +41,6 @@ class Measurement:
     fingerprint: dict[str, str]
 
 
-def harness_env(tree: Path) -> dict[str, str]:
-    """The harness's environment: isolated (kgit/engine/measuring/pyenv.py), with the tree's own code on
-    the import path, so that a best-line work tree measures its own kernel even when the project
-    is pip-installed in editable mode from the main tree."""
-    # Then the folder of the kgit that judges: the measuring library the harness imports is
-    # that kgit's, also where it is reachable only through the caller's PYTHONPATH (dropped).
-    home = str(package_home())
-    return isolated_env({"PYTHONPATH": os.pathsep.join([str(tree), home]), RUN_ENV: "1"})
-
-
 def measure(
     campaign: Campaign,
     shapes: list[dict[str, Any]],
@@ -66,17 +55,23 @@ def measure(
     manifest = campaign.manifest
     cwd = tree or campaign.repo.root
     say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
-    with measuring(campaign.repo, f"campaign {campaign.name}: a harness pass{role}", say):
-        run = run_harness(
-            manifest.quick_command,
-            shapes,
-            cwd,
-            manifest.timeout_s,
-            tether=campaign.repo.common_dir,
-            echo=echo,
-            env=harness_env(cwd),
-        )
-    result = read_run(campaign, run, [s["label"] for s in shapes], frozen, side=role.strip())
+    what = f"campaign {campaign.name}: a harness pass{role}"
+    world = harness_world(campaign, cwd)
+    try:
+        with sealed(campaign, [tree] if tree else [], what, say):
+            run = run_harness(
+                manifest.quick_command,
+                shapes,
+                cwd,
+                manifest.timeout_s,
+                tether=campaign.repo.common_dir,
+                echo=echo,
+                env=world.env,
+            )
+    finally:
+        world.close()
+    labels = [s["label"] for s in shapes]
+    result = read_run(campaign, run, labels, frozen, side=role.strip(), world=world_facts(world))
     say(
         f"harness: done in {run.result.seconds:.1f} s, aggregate {result.score.aggregate:.4g}"
         + (f", FAIL: {', '.join(result.score.failing)}" if result.score.failing else "")
@@ -92,14 +87,16 @@ def read_run(
     *,
     digest: bool = True,
     side: str = "",
+    world: dict[str, str] | None = None,
 ) -> Measurement:
     """A harness run read under the contract: its exit, the frozen schema, exactly LABELS, and
     an exit code that agrees with the Check column; with DIGEST, a CSV unchanged since the
     harness printed its digest (a resident harness's block reply carries its own, checked by the caller).
     A FAIL that the harness said was an out-of-memory is an error of SIDE's memory, never the
-    kernel's FAIL."""
+    kernel's FAIL. WORLD: what the fingerprint records of the process's world (sealed.world_facts).
+    """
     tail = run.result.tail
-    csv = _ran(run)
+    csv = _ran(run, campaign)
     if digest:
         _require_its_digest(run, csv)
     try:
@@ -114,22 +111,33 @@ def read_run(
     result = score(table, campaign.manifest.primary_metric, labels)
     _require_exit_agrees(run.result.returncode, result.failing, tail)
     require_memory(result.failing, tail, side)
-    fingerprint = {**parse_fingerprint(tail), **command_facts(campaign.manifest.quick_command)}
+    result = precision_checked(campaign, table, result)
+    fingerprint = {
+        **parse_fingerprint(tail),
+        **command_facts(campaign.manifest.quick_command),
+        **(world or {}),
+    }
     return Measurement(csv, table, result, run.result.seconds, tail, fingerprint)
 
 
-def _ran(run: HarnessRun) -> bytes:
-    """RUN's CSV, or the error of a harness that could not run or wrote none."""
+def _ran(run: HarnessRun, campaign: Campaign) -> bytes:
+    """RUN's CSV, or the error of a harness that could not run or wrote none (naming the
+    caller's variables kgit did not pass, which the harness may have needed)."""
+    unpassed = unpassed_hint(campaign.manifest.env)
     if run.status == "unavailable":
         raise KgitError(
             "the harness cannot run on this machine (it exited 2)",
-            hint="run this step where the target GPU is; nothing was recorded",
+            hint="; ".join(
+                filter(
+                    None, ["run this step where the target GPU is; nothing was recorded", unpassed]
+                )
+            ),
             details=run.result.tail[-4000:],
         )
     if run.status == "error" or run.csv is None:
         raise HarnessError(
             f"validation ERROR: {run.problem}",
-            hint="see the harness output above",
+            hint="; ".join(filter(None, ["see the harness output above", unpassed])),
             details=run.result.tail[-4000:],
         )
     return run.csv
@@ -231,7 +239,9 @@ def require_clean(repo: Repo, action: str) -> None:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         raise KgitError(
             f"cannot {action}: uncommitted changes in tracked files ({shown})",
-            hint="commit them (git commit runs the gate) or set them aside with git stash",
+            hint="on a round's branch, commit them (git commit runs the gate); elsewhere set "
+            'them aside: git stash, then kgit round start "HYPOTHESIS" and git stash pop (a '
+            "best line moves only through kgit round accept)",
         )
 
 
@@ -245,17 +255,24 @@ def best_values(rounds: list[tuple[str, RoundNote]], line: list[str]) -> dict[st
 
 
 # What must match for two measurements to be compared; clocks are recorded but vary by design.
-# python_startup: a digest of the interpreter's start-up files (kgit/engine/measuring/pyenv.py).
-FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "hip", "torch", "triton", "python_startup")
+# python_startup: a digest of the interpreter's start-up files (kgit/engine/measuring/pyenv.py);
+# environment and kgit_measuring: the process's world (kgit/engine/measuring/world.py).
+FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "hip", "torch", "triton", "python_startup",
+                    "kgit_measuring", "environment")  # fmt: skip
 
 
 def check_fingerprint(baseline: dict[str, str], now: dict[str, str]) -> None:
     """Refuse to compare across environments: that is a new baseline epoch, not a round."""
-    changed = [
-        f"{key} {baseline[key]} -> {now.get(key, '?')}"
-        for key in FINGERPRINT_KEYS
-        if key in baseline and baseline[key] != now.get(key)
-    ]
+    changed = []
+    for key in FINGERPRINT_KEYS:
+        if key not in baseline or baseline[key] == now.get(key):
+            continue
+        if key == "environment":
+            changed += [f"variable {c}" for c in env_changes(baseline[key], now.get(key, "{}"))]
+        elif key == "kgit_measuring":
+            changed.append(f"kgit's measuring code {baseline[key]} -> {now.get(key, '?')}")
+        else:
+            changed.append(f"{key} {baseline[key]} -> {now.get(key, '?')}")
     if changed:
         raise KgitError(
             "the environment changed since the baseline: " + "; ".join(changed),

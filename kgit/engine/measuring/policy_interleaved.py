@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.calibration import calibrate
-from kgit.engine.measuring.devicelock import measuring
 from kgit.engine.measuring.interleaved import floors_for, measure_interleaved
+from kgit.engine.measuring.sealed import sealed
 from kgit.engine.measuring.target import Outcome, Target
 from kgit.engine.measuring.worktree import measuring_tree
 from kgit.judge.decision import pairs_rule
@@ -35,7 +35,7 @@ def measure(
     # Both trees are checked out and built first: the device is held for timing only.
     reference = measuring_tree(campaign, target.reference, "reference", say, echo=echo)
     what = f"campaign {campaign.name}: validating {target.candidate[:10]}"
-    with measuring(campaign.repo, what, say):
+    with sealed(campaign, (reference, path), what, say):
         return measure_interleaved(campaign, target, (reference, path), prior, say, echo=echo)
 
 

@@ -37,7 +37,8 @@ _STARTUP_FILES = re.compile(r".*\.pth|sitecustomize\.py|usercustomize\.py")
 _PROBE = (
     "import json, site, sys; "
     "print(json.dumps({'path': sys.path, 'site': site.getsitepackages() + "
-    "[site.getusersitepackages()], 'executable': sys.executable}))"
+    "[site.getusersitepackages()], 'executable': sys.executable, "
+    "'prefixes': [sys.prefix, sys.base_prefix]}))"
 )
 
 
@@ -88,11 +89,25 @@ def python_facts(python: str) -> dict[str, str]:
     facts = {
         "python_executable": str(probe["executable"]),
         "python_path": os.pathsep.join(probe["path"]),
+        # What a measuring process must not write (kgit/engine/measuring/watch.py): the
+        # interpreter's own folders, not a project an editable install put on the path.
+        "python_libraries": os.pathsep.join(_libraries(probe)),
         "python_startup": f"{len(files)} files, sha256 {digest.hexdigest()[:16]}",
     }
     watched = [*folders, *map(str, files)]
     _probed[python] = (_state(watched), facts, watched)
     return facts
+
+
+def _libraries(probe: dict[str, object]) -> list[str]:
+    prefixes = [Path(p) for p in probe.get("prefixes", []) or []]  # type: ignore[attr-defined]
+    site = [str(f) for f in probe.get("site", []) or []]  # type: ignore[attr-defined]
+    inside = [
+        str(f)
+        for f in probe.get("path", []) or []  # type: ignore[attr-defined]
+        if f and any(Path(f).is_relative_to(prefix) for prefix in prefixes)
+    ]
+    return list(dict.fromkeys([*inside, *site]))
 
 
 def _state(paths: list[str]) -> tuple[object, ...]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +20,10 @@ from typing import Any, ClassVar
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.holding import HELD_CPU_ALLOWANCE_S
-from kgit.engine.measuring.passes import HarnessError, Measurement, harness_env, measure, read_run
+from kgit.engine.measuring.passes import HarnessError, Measurement, measure, read_run
+from kgit.engine.measuring.sealed import harness_world, world_facts
 from kgit.engine.measuring.side_process import SideProcess
+from kgit.engine.measuring.world import World
 from kgit.engine.orphans import tether
 from kgit.engine.runner import CommandResult, classify_harness, harness_command
 from kgit.progress import Say
@@ -94,6 +95,7 @@ class ResidentSide(Side):
     mode: ClassVar[str] = RESIDENT_MODE
     process: SideProcess
     scratch: Path
+    world: World
     requests: int = 0
 
     def block(
@@ -184,6 +186,7 @@ class ResidentSide(Side):
     def close(self) -> None:
         self.process.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        self.world.close()
 
 
 def start_side(
@@ -219,6 +222,7 @@ class Launch:
     process: SideProcess
     scratch: Path
     held: bool
+    world: World
 
     def start(self, say: Say) -> Side:
         campaign, name, process = self.campaign, self.name, self.process
@@ -255,14 +259,15 @@ class Launch:
                 CommandResult(returncode, seconds, process.text(), digests), csv, timeout_s
             )
             labels = [s["label"] for s in self.shapes]
-            first = read_run(campaign, run, labels, self.frozen, side=name)
+            facts = world_facts(self.world)
+            first = read_run(campaign, run, labels, self.frozen, side=name, world=facts)
         except BaseException:
             self.kill()
             raise
         if returncode is not None and ready is not None:
             say(f"harness {name}: resident, ready after {seconds:.1f} s")
             return ResidentSide(
-                campaign, name, self.tree, first, self.frozen, process, self.scratch
+                campaign, name, self.tree, first, self.frozen, process, self.scratch, self.world
             )
         say(f"harness {name}: not resident: pass by pass ({seconds:.1f} s a pass)")
         self.kill()
@@ -282,6 +287,7 @@ class Launch:
     def kill(self) -> None:
         self.process.kill()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        self.world.close()
 
 
 def launch_side(
@@ -298,22 +304,24 @@ def launch_side(
     """Start the harness process of side NAME; with HOLD it imports and waits (a resident harness) until
     `Launch.start`. A harness that does not know the hold runs its pass at once: hold only a
     harness known to be resident."""
-    scratch = Path(tempfile.mkdtemp(prefix="kgit-worker-"))
+    extra = {WORKER_ENV: "1"}
+    if first_block_ms is not None:
+        extra[FIRST_BLOCK_ENV] = f"{first_block_ms:g}"
+    if hold:
+        extra[HOLD_ENV] = "1"
+    world = harness_world(campaign, tree, extra)  # its own: nothing of the other side's
+    scratch = world.root / "tmp"
     csv_path, shapes_path = scratch / "first.csv", scratch / "shapes.json"
     shapes_path.write_text(json.dumps(shapes, indent=1))
     command = harness_command(campaign.manifest.quick_command, csv_path, shapes_path)
     # Tethered: a resident harness exits when kgit's end closes its stdin, but only after its pass or block.
-    env = tether({**harness_env(tree), WORKER_ENV: "1"}, campaign.repo.common_dir)
-    if first_block_ms is not None:
-        env[FIRST_BLOCK_ENV] = f"{first_block_ms:g}"
-    if hold:
-        env[HOLD_ENV] = "1"
+    env = tether(world.env, campaign.repo.common_dir)
     try:
         process = SideProcess(command, tree, env, echo)
     except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
+        world.close()
         raise
-    return Launch(campaign, name, tree, shapes, frozen, process, scratch, hold)
+    return Launch(campaign, name, tree, shapes, frozen, process, scratch, hold, world)
 
 
 def _exit_code(payload: dict[str, Any]) -> int | None:

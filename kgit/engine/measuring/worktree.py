@@ -11,6 +11,8 @@ from pathlib import Path
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.passes import HarnessError
+from kgit.engine.measuring.sealed import gate_env
+from kgit.engine.measuring.watch import changed_under
 from kgit.engine.runner import run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
@@ -20,28 +22,40 @@ from kgit.progress import Say
 def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo: bool) -> Path:
     """COMMIT checked out alone in kgit's work tree for SIDE ("reference" or "candidate").
 
-    Moving to another commit removes every untracked and ignored file (`git clean -ffdx`); on
-    the same commit, ignored files (build outputs) stay and untracked ones go. The rebuild step
-    runs whenever the tree holds a commit it was not built for."""
+    Every time, the tree is made to hold exactly COMMIT's files: every untracked and ignored
+    file goes (`git clean -ffdx`), bytecode caches included, whatever a pass or the gate left
+    there. A campaign with a rebuild step keeps its build outputs while the tree holds the commit
+    they were built for and nothing in it changed after the build (a file changed since, by
+    anyone, means the tree is cleaned and built again)."""
     repo = campaign.repo
     folder = repo.kgit_dir() / "worktrees" / campaign.name
     linked = repo.linked_tree()
     if linked is not None:  # a round's own work tree measures in trees of its own: rounds in
         folder = folder / linked  # parallel never check out over each other's sides
     path, marker = folder / side, folder / f"{side}.built"
+    command = campaign.manifest.rebuild_command
     if (path / ".git").exists():
         tree = open_repo(path)
         moved = tree.rev_parse("HEAD") != commit
         tree.force_detach(commit)
-        tree.clean(ignored=moved)
+        keep_build = bool(command) and not moved and built_untouched(path, marker, commit)
+        tree.clean(ignored=not keep_build)
+        if not keep_build:
+            marker.unlink(missing_ok=True)
     else:
         folder.mkdir(parents=True, exist_ok=True)
         repo.add_detached_worktree(path, commit)
-    command = campaign.manifest.rebuild_command
     if command and (not marker.exists() or marker.read_text() != commit):
         say(f"rebuild ({side} work tree): `{command}`")
+        # In the gate's world (kgit/engine/measuring/world.py): a loader shim in the caller's
+        # shell could otherwise build each side's binary differently.
         result = run_command(
-            command, path, campaign.manifest.timeout_s, tether=repo.common_dir, echo=echo
+            command,
+            path,
+            campaign.manifest.timeout_s,
+            tether=repo.common_dir,
+            echo=echo,
+            env=gate_env(campaign, path),
         )
         if not result.ok:
             raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
@@ -49,17 +63,25 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     return path
 
 
+def built_untouched(path: Path, marker: Path, commit: str) -> bool:
+    """Whether PATH was built for COMMIT (its MARKER says so) and nothing in it changed after."""
+    try:
+        if marker.read_text() != commit:
+            return False
+        built = marker.stat().st_ctime_ns
+    except OSError:
+        return False
+    # Files only: cleaning untracked files away changes their folders, and is no change of the
+    # build; a file the build made, changed, or one added beside it (a forged .pyc) is.
+    return not any(p.is_file() for p in changed_under(path, built))
+
+
 def require_pristine(path: Path, side: str) -> None:
     """Refuse a measurement when SIDE's work tree no longer holds its commit's files: the other
-    side's harness or kernel can reach it (the trees are siblings), and a candidate that slowed
-    the reference's kernel down was once accepted at +80%."""
-    # Python's bytecode caches are written by any import in a repository that does not ignore
-    # them; a .pyc is only read back for its own source, which the check covers.
-    changed = [
-        p
-        for p in open_repo(path).unclean_paths()
-        if "__pycache__/" not in f"/{p}" and not p.endswith(".pyc")
-    ]
+    side's harness or kernel can reach it, and a candidate that slowed the reference's kernel
+    down was once accepted at +80%. Bytecode caches count: measuring processes write none
+    (kgit/engine/measuring/world.py), so one there was put there."""
+    changed = open_repo(path).unclean_paths()
     if changed:
         shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
         raise HarnessError(

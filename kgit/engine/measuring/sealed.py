@@ -1,0 +1,108 @@
+"""A sealed measurement: the device held, and the folders no measuring process may write
+watched from before its processes start until after they are gone (kgit/engine/measuring/watch.py);
+the worlds those processes run in (kgit/engine/measuring/world.py) for the harness and the gate.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from kgit.engine.campaign import Campaign
+from kgit.engine.measuring.devicelock import measuring
+from kgit.engine.measuring.pyenv import command_facts
+from kgit.engine.measuring.watch import (
+    Watch,
+    drain_world_writes,
+    no_bytecode_here,
+    refuse_writes,
+    require_untainted,
+    watched_folders,
+)
+from kgit.engine.measuring.world import (
+    World,
+    open_world,
+    recorded_env,
+    require_no_shadow,
+    sealed_env,
+)
+from kgit.progress import Say
+from kgit.records.protocol import RUN_ENV
+
+# kgit's own knobs a user may set for the measuring processes (both sides alike).
+_KGIT_PASSED = ("KGIT_LAUNCH_LOG", "KGIT_MEMORY_SHARE", "KGIT_BLOCK_UNITS")
+
+
+def taint_file(campaign: Campaign) -> Path:
+    return campaign.repo.kgit_dir() / "tainted.json"
+
+
+@contextmanager
+def watched(campaign: Campaign, trees: Sequence[Path], what: str) -> Iterator[None]:
+    """Refuse what the processes started inside the block wrote to kgit's code, the
+    interpreter's libraries or TREES (checked once the block is over, whatever ended it)."""
+    require_untainted(taint_file(campaign))
+    libraries = command_facts(campaign.manifest.quick_command).get("python_libraries", "")
+    folders = watched_folders(libraries.split(os.pathsep), trees)
+    marker = campaign.repo.kgit_dir() / "watch.mark"
+    watch = Watch(folders, marker)
+    reset = tuple(Path(tree).resolve() for tree in trees)
+    drain_world_writes()  # what an earlier, unwatched world found is not this block's
+    with no_bytecode_here():
+        watch.start()
+        try:
+            yield
+        except BaseException:
+            # A write explains the failure better than what it caused.
+            refuse_writes(watch, taint_file(campaign), what, reset)
+            raise
+        refuse_writes(watch, taint_file(campaign), what, reset)
+
+
+@contextmanager
+def sealed(campaign: Campaign, trees: Sequence[Path], what: str, say: Say) -> Iterator[None]:
+    """The device's measuring lock held and TREES watched while the block measures."""
+    with measuring(campaign.repo, what, say), watched(campaign, trees, what):
+        yield
+
+
+def harness_world(campaign: Campaign, tree: Path, extra: dict[str, str] | None = None) -> World:
+    """A fresh world for one harness process in TREE (the caller closes it)."""
+    return open_world(tree, campaign.manifest.env, {**_kgit_knobs(), RUN_ENV: "1", **(extra or {})})
+
+
+def world_facts(world: World) -> dict[str, str]:
+    """What a measurement's fingerprint records of its world: the environment (compared with
+    the baseline's, variable by variable) and the digest of kgit's measuring code it ran."""
+    return {"environment": recorded_env(world.env), "kgit_measuring": world.digest}
+
+
+_gate_world: list[World] = []
+
+
+def gate_lib() -> list[Path]:
+    """The gate runs' copy of kgit's code, once made (watched while a gate runs)."""
+    return [world.lib for world in _gate_world]
+
+
+def gate_env(campaign: Campaign, tree: Path) -> dict[str, str]:
+    """The environment of a gate run (the test command, the audit's runs) in TREE: one world
+    for all of this kgit process's gate runs, removed when it exits."""
+    require_no_shadow(tree)
+    if not _gate_world:
+        world = open_world(tree, {})
+        atexit.register(world.close)
+        _gate_world.append(world)
+    env = sealed_env(_gate_world[0], tree, campaign.manifest.env, _kgit_knobs())
+    # No .pytest_cache left in the tree: a gate's run writes nothing a later pass could read.
+    env["PYTEST_ADDOPTS"] = " ".join(
+        filter(None, [env.get("PYTEST_ADDOPTS"), "-p no:cacheprovider"])
+    )
+    return env
+
+
+def _kgit_knobs() -> dict[str, str]:
+    return {name: os.environ[name] for name in _KGIT_PASSED if name in os.environ}

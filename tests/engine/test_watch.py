@@ -1,0 +1,105 @@
+"""What no measuring process may write, found after it ran (kgit/engine/measuring/watch.py): a
+write after the mark is found, bytecode it left is removed, any other file stays refused until
+it changes again; a write into a world's copy of kgit's code is found when the world closes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kgit.engine.measuring.watch import (
+    Watch,
+    WroteOutside,
+    drain_world_writes,
+    refuse_writes,
+    require_untainted,
+    watched_folders,
+)
+from kgit.engine.measuring.world import open_world
+
+
+def _watch(tmp_path: Path, *folders: Path) -> Watch:
+    watch = Watch(list(folders), tmp_path / "mark")
+    watch.start()
+    return watch
+
+
+def test_a_write_after_the_mark_is_found_and_one_before_is_not(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "pkg" / "__pycache__").mkdir(parents=True)
+    (site / "pkg" / "old.py").write_text("x = 1\n")
+    watch = _watch(tmp_path, site)
+    assert watch.written() == []
+    (site / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"forged")
+    (site / "pkg" / "mod.py").write_text("x = 2\n")
+    taint = tmp_path / "tainted.json"
+    with pytest.raises(WroteOutside, match="wrote where no measuring process may") as caught:
+        refuse_writes(watch, taint, "the harness")
+    assert "mod.py" in str(caught.value.message) or "mod.py" in str(caught.value.hint)
+    # The bytecode is gone at once; the source stays refused until it changes again.
+    assert not (site / "pkg" / "__pycache__" / "mod.cpython-311.pyc").exists()
+    with pytest.raises(WroteOutside, match="still as it left them"):
+        require_untainted(taint)
+    time.sleep(0.02)
+    (site / "pkg" / "mod.py").write_text("x = 1\n")  # reinstalled
+    require_untainted(taint)
+    assert not taint.exists()
+
+
+def test_writes_into_a_measuring_tree_are_refused_but_not_remembered(tmp_path: Path) -> None:
+    tree = tmp_path / "reference"
+    tree.mkdir()
+    watch = _watch(tmp_path, tree)
+    (tree / "kernel.py").write_text("slow\n")
+    taint = tmp_path / "tainted.json"
+    with pytest.raises(WroteOutside):
+        refuse_writes(watch, taint, "the candidate", (tree,))
+    require_untainted(taint)  # the tree is made again before every pass
+
+
+def test_a_write_into_a_worlds_copy_of_kgit_is_found_when_it_closes(tmp_path: Path) -> None:
+    drain_world_writes()
+    world = open_world(tmp_path, {})
+    watch = _watch(tmp_path, tmp_path / "nothing")
+    time.sleep(0.02)
+    (world.lib / "kgit" / "measure" / "__pycache__").mkdir()
+    (world.lib / "kgit" / "measure" / "__pycache__" / "fwdbwd.cpython-311.pyc").write_bytes(b"x")
+    world.close()
+    with pytest.raises(WroteOutside, match="fwdbwd"):
+        refuse_writes(watch, tmp_path / "tainted.json", "the harness")
+
+
+def test_watched_folders_are_walked_once(tmp_path: Path) -> None:
+    (tmp_path / "lib" / "site").mkdir(parents=True)
+    folders = watched_folders([str(tmp_path / "lib"), str(tmp_path / "lib" / "site"), ""], [])
+    assert folders.count((tmp_path / "lib").resolve()) == 1
+    assert (tmp_path / "lib" / "site").resolve() not in folders
+
+
+def test_bytecode_python_writes_for_a_source_is_no_write_but_a_forgery_is(tmp_path: Path) -> None:
+    """Another kgit process's first import writes bytecode into kgit's package beside a
+    measurement; a kernel's forgery copies a real header over other code."""
+    import importlib.util
+    import marshal
+    import py_compile
+
+    from kgit.engine.measuring.watch import faithful_bytecode
+
+    site = tmp_path / "site"
+    site.mkdir()
+    source = site / "timing.py"
+    source.write_text("def scale(x):\n    return x\n")
+    watch = _watch(tmp_path, site)
+    honest = Path(importlib.util.cache_from_source(str(source)))
+    py_compile.compile(str(source), cfile=str(honest), doraise=True)
+    assert faithful_bytecode(honest)
+    refuse_writes(watch, tmp_path / "tainted.json", "the harness")  # nothing to refuse
+    header = honest.read_bytes()[:16]
+    forged = compile("def scale(x):\n    return x / 3\n", str(source), "exec")
+    honest.write_bytes(header + marshal.dumps(forged))
+    assert not faithful_bytecode(honest)
+    with pytest.raises(WroteOutside, match="timing"):
+        refuse_writes(watch, tmp_path / "tainted.json", "the harness")
+    assert not honest.exists()  # removed: Python compiles the source again
