@@ -98,31 +98,40 @@ def _output_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> float:
 
 
 class _KeepOne:
-    """CALL, keeping one call's (inputs, output) drawn uniformly at random among the calls made
-    (reservoir sampling, from the system's random source: nothing in the process can predict
-    it), among the calls captured into a CUDA graph once there are any (those its replays run).
+    """CALL, keeping one call's (inputs, output) drawn at random from the system's random source
+    (nothing in the process can predict it): among the calls captured into a CUDA graph once
+    there are any (those its replays run, drawn again for every block), else among the calls
+    made since `new_block` (reservoir sampling).
 
     A kernel that tells a timed call from a checked one (its caller, a call count, a capturing
     stream) and computes a cheaper, wrong result only when timed passed every check around the
     timing, which ran the honest path (accepted at +229%). The kept output is one a timed call
-    produced."""
+    produced; in block mode, one of the block just timed, on its fresh inputs."""
 
     def __init__(self, call: Callable[[list[torch.Tensor]], torch.Tensor]) -> None:
-        self.call, self.seen, self.in_graph = call, 0, False
-        self.kept: tuple[list[torch.Tensor], torch.Tensor] | None = None
+        self.call, self.seen = call, 0
+        self.captured: list[tuple[list[torch.Tensor], torch.Tensor]] = []
+        self.drawn: tuple[list[torch.Tensor], torch.Tensor] | None = None
         self._draw = random.SystemRandom()
         self._cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
 
     def __call__(self, inputs: list[torch.Tensor]) -> torch.Tensor:
         out = self.call(inputs)
-        capturing = self._cuda and torch.cuda.is_current_stream_capturing()
-        if capturing and not self.in_graph:
-            self.in_graph, self.seen = True, 0  # start again among the replayed calls
-        if capturing or not self.in_graph:
+        if self._cuda and torch.cuda.is_current_stream_capturing():
+            self.captured.append((inputs, out))
+        elif not self.captured:
             self.seen += 1
             if self._draw.randrange(self.seen) == 0:
-                self.kept = (inputs, out)
+                self.drawn = (inputs, out)
         return out
+
+    def new_block(self) -> None:
+        """A block starts: what is kept comes from its calls."""
+        self.seen, self.drawn = 0, None
+
+    @property
+    def kept(self) -> tuple[list[torch.Tensor], torch.Tensor] | None:
+        return self._draw.choice(self.captured) if self.captured else self.drawn
 
 
 def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: float) -> Timing:
@@ -137,7 +146,8 @@ def time_forward(op: Op, make_inputs: MakeInputs, *, repeats: int, warmup_ms: fl
 
     keep = _KeepOne(lambda xs: op(*xs))
     timing = time_fn(make, keep, repeats=repeats, warmup_ms=warmup_ms)
-    return dataclasses.replace(timing, kept=keep.kept)
+    # In a later block the unit times the first block's call: its kept call is the timing's.
+    return dataclasses.replace(timing, kept=keep.kept if keep.kept is not None else timing.kept)
 
 
 def wrong_when_timed(timing: Timing, reference: Op, threshold_db: float) -> float | None:

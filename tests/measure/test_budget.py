@@ -97,7 +97,7 @@ def test_a_relocation_frees_the_old_unit_first_only_when_memory_is_short(
         return timing_blocks._BlockTimer.placeholder()
 
     old.rebuild = timing_blocks._Rebuild(make, torch.device("cpu"))
-    units = timing_blocks._Units([old])
+    units = timing_blocks._Units([old], lambda _: None)
     fake_card(monkeypatch, total=80 * GiB, free=80 * GiB, allocated=3 * GiB)
     units.next(relocate=True)
     assert alive_at_build == [True], "with room, the new unit is built beside the old"
