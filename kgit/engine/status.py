@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.engine.bestline import best_line, restore_command
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards.hooks import hooks_missing
 from kgit.engine.guards.trust import trust_of
@@ -14,7 +15,7 @@ from kgit.engine.recovery import closed_round_checked_out, interrupted_close, st
 from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
 from kgit.records.gate_audit import GateAudit
 from kgit.records.names import parse_round_branch
-from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, ROLLED_BACK
+from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, ROLLED_BACK, OpenRound
 
 
 def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
@@ -53,9 +54,23 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
         **_stall(campaign, statuses),
         **_left_to_repair(campaign, branch, rows),
+        "best_moved": _best_moved(campaign, best_tip),
     }
     data["next_step"] = next_step(data)
     return data
+
+
+def _best_moved(campaign: Campaign, best_tip: str) -> dict[str, Any] | None:
+    """Where the record puts the best line when something else moved it (None: where it is)."""
+    line = best_line(campaign, best_tip)
+    if not line.moved:
+        return None
+    return {
+        "tip": line.tip,
+        "recorded": line.recorded,
+        "round": line.round,
+        "restore": restore_command(campaign, line),
+    }
 
 
 def _stall(campaign: Campaign, statuses: list[str]) -> dict[str, Any]:
@@ -121,13 +136,20 @@ def _open_round(
         # The commit gate's result on the tip's tree: None when never gated (--no-verify).
         "gate": None if gate is None else ("passed" if gate.passed else "failed"),
         # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
-        "interrupted": interrupted_close(
-            open_round,
-            tip,
-            best_tip,
-            row["status"] if row and row["round"] == open_round.number else None,
-        ),
+        "interrupted": _interrupted(open_round, tip, best_tip, row),
     }
+
+
+def _interrupted(
+    open_round: OpenRound, tip: str | None, best_tip: str, row: dict[str, Any] | None
+) -> str | None:
+    """What a kill interrupted; a best line at the round's commit is an interrupted accept only
+    when the round's verdict accepts (else someone moved it there: `best_moved`)."""
+    ours = row if row and row["round"] == open_round.number else None
+    found = interrupted_close(open_round, tip, best_tip, ours["status"] if ours else None)
+    if found == ACCEPT and (ours is None or ours["decision"] not in ACCEPTING):
+        return None
+    return found
 
 
 def next_step(data: dict[str, Any]) -> str:
@@ -141,6 +163,8 @@ def next_step(data: dict[str, Any]) -> str:
         return "the campaign is finished: kgit log"
     current = data["open_round"]
     best = data["best"]["ref"].removeprefix("refs/heads/")
+    if data.get("best_moved"):
+        return str(data["best_moved"]["restore"])
     if current is None:
         if data["closed_round_checked_out"] is not None:
             return f"git checkout {best}"

@@ -18,6 +18,12 @@ class History(GitCore):
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return self.succeeds("merge-base", "--is-ancestor", ancestor, descendant)
 
+    def heads_of(self, commits: Sequence[str]) -> list[str]:
+        """The COMMITS that no other of them leads to (`git merge-base --independent`)."""
+        if len(commits) < 2:
+            return list(commits)
+        return self.git_text("merge-base", "--independent", *commits).split()
+
     def merge_base(self, first: str, second: str) -> str | None:
         """A best common ancestor of two commits, None when their histories are unrelated."""
         out = self.git("merge-base", first, second, check=False).decode().strip()

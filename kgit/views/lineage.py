@@ -112,6 +112,19 @@ def _recovery_lines(data: dict[str, Any]) -> list[str]:
             f"warning   leftover round branch(es): {', '.join(data['stray_branches'])}; "
             "kgit doctor explains them (the next round start removes those whose commits are kept)"
         )
+    return lines + _best_and_round_lines(data)
+
+
+def _best_and_round_lines(data: dict[str, Any]) -> list[str]:
+    """A best line moved outside kgit; the open round's interrupted or missing steps."""
+    lines = []
+    moved = data.get("best_moved")
+    if moved:
+        lines.append(
+            f"warning   the best line was moved outside kgit: it is at {moved['tip'][:10]}, the "
+            f"record puts it at {moved['recorded'][:10]}; rounds are refused until it is put "
+            f"back: {moved['restore']}"
+        )
     current = data["open_round"]
     if current and current["interrupted"] == ACCEPT:
         lines.append(

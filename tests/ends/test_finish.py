@@ -162,18 +162,19 @@ def test_a_round_that_edits_the_gates_test_is_rolled_back(kernel_repo: Path) -> 
     assert "protected path changed since baseline: check.py" in data["reasons"][0]  # type: ignore[index]
 
 
-def test_finish_lists_files_outside_kernel_source(suite_campaign: Path) -> None:
-    # Rounds cannot bring such a file (validate rolls them back); a commit made on the best line
-    # by hand can, and finish lists it before anything else.
+def test_finish_refuses_a_best_line_a_commit_by_hand_moved(suite_campaign: Path) -> None:
+    # Rounds cannot bring a file outside kernel_source (validate rolls them back); a commit made
+    # on the best line by hand could, and once did: the hook refuses it there, and past the hook
+    # (--no-verify) finish refuses a best line no accept put where it is.
     repo = suite_campaign
     accepted_round(repo, "tiles", "speed: 120\n")
     (repo / "scratch.txt").write_text("scratch\n")
     git(repo, "add", "scratch.txt")
-    git(repo, "commit", "-q", "-m", "a scratch file, by hand")
+    assert commit(repo, "a scratch file, by hand", all_files=False).returncode == 1
+    git(repo, "commit", "-q", "--no-verify", "-m", "a scratch file, by hand")
     refused = run_kgit("-q", "finish")
     assert refused.code == 1, refused
-    assert "outside kernel_source" in refused.err and "scratch.txt" in refused.err
-    assert "--allow-path scratch.txt" in refused.err
+    assert "was moved outside kgit" in refused.err and "git reset --keep" in refused.err
     assert run_kgit("status", "--json").json()["finished"] is False  # type: ignore[index]
 
 

@@ -37,6 +37,7 @@ def test_the_framework_runs_the_gate_on_a_round_branch_and_nothing_elsewhere(
     campaign: Path, tmp_path: Path
 ) -> None:
     home = tmp_path / "pre-commit-home"
+    git(campaign, "checkout", "-q", "-b", "notes")  # a branch of the user's (a best line refuses)
     (campaign / "notes.txt").write_text("not a round\n")
     git(campaign, "add", "notes.txt")
     off_round = _try_repo(campaign, home)

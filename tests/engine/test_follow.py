@@ -87,7 +87,7 @@ def test_a_workers_accept_brings_the_main_work_tree_along(boosted: Path) -> None
         [*worker, "--device", "0", "--name", "w0"], cwd=repo, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert "boost.b: 1.2" in git(repo, "show", "kgit/c1/best:kernel.txt")
+    assert "boost.b: 1.2" in git(repo, "show", "kgit/c1/best:kernel.txt"), done.stdout + done.stderr
     assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
     assert "boost.b: 1.2" in (repo / "kernel.txt").read_text()
 

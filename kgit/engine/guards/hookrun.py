@@ -27,7 +27,7 @@ def pre_commit() -> int:
     repo = open_repo(index_file=os.environ.get("GIT_INDEX_FILE"))
     found = _round_campaign(repo)
     if found is None:
-        return 0
+        return _off_round(repo)
     campaign, number = found
     trust = trust_of(campaign)
     if not trust.trusted:  # a fetched campaign's test command never runs by surprise
@@ -43,6 +43,21 @@ def pre_commit() -> int:
         )
         return 1
     return gate_commit_in_progress(repo, campaign, say_stderr)
+
+
+def _off_round(repo: Repo) -> int:
+    """Off a round branch: a commit passes, but on a best line or another kgit branch (the
+    pre-commit framework's hook comes here; kgit's own shim refuses before Python starts)."""
+    branch = repo.current_branch() or ""
+    parts = branch.removeprefix("refs/heads/").split("/")
+    if len(parts) != 3 or parts[0] != "kgit" or parts[1] not in list_campaigns(repo):
+        return 0
+    say_stderr(
+        f"{'/'.join(parts)} moves only through kgit: a commit here would put an ungated change "
+        f"on it (the commit was blocked)\nhint: git stash; kgit -c {parts[1]} round start "
+        '"HYPOTHESIS"; git stash pop; then commit on the round\'s branch'
+    )
+    return 1
 
 
 def prepare_commit_msg(message_file: str, source: str | None = None) -> int:

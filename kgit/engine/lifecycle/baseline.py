@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.engine.bestline import require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.audit import audit_at_baseline
 from kgit.engine.guards.gate import frozen_files, gate_failure, gate_files, record_gate, run_tests
@@ -101,7 +102,7 @@ def _ready_for_baseline(campaign: Campaign) -> str:
             hint='kgit round start "HYPOTHESIS" begins the next round',
         )
     require_clean(campaign.repo, "baseline")
-    base = campaign.best_tip()
+    base = require_best_where_recorded(campaign)
     linked = links_out(campaign, base, [])
     if linked:
         raise UsageError(

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgit.engine.bestline import require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.guards.seal import drifts, problem
@@ -115,7 +116,7 @@ def check_finish(
     _require_finishable(campaign)
     repo = campaign.repo
     require_clean(repo, "finish")
-    best = campaign.best_tip()
+    best = require_best_where_recorded(campaign)
     if repo.current_branch() != campaign.refs.best:
         repo.switch(campaign.refs.best)
     changed, outside = _check_scope(campaign, best, allow_paths, confirm)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgit.engine.bestline import require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.hooks import hooks_missing
 from kgit.engine.guards.trust import require_trusted
@@ -105,7 +106,10 @@ def round_at(
         require_clean(campaign.repo, action)
         branch = campaign.refs.round_branch(open_round.number)
         tip = campaign.repo.rev_parse(branch) or open_round.parent
-    return RoundAt(open_round, tip, campaign.best_tip())
+    # A rollback is a way out whatever the best line holds; what judges or builds on it checks
+    # that only kgit moved it.
+    best = require_best_where_recorded(campaign) if commit_hint else campaign.best_tip()
+    return RoundAt(open_round, tip, best)
 
 
 def require_on_best(campaign: Campaign, at: RoundAt, action: str) -> None:
@@ -143,7 +147,7 @@ def start_round(
             raise KgitError("another kgit process started a round first", hint="kgit status")
         number = current.state.next_round
         files = with_files(current, number) if with_files is not None else None
-        parent = current.best_tip()
+        parent = require_best_where_recorded(current)
         branch = current.refs.round_branch(number)
         _claim_round_branch(current, number, parent)
         current.state.next_round = number + 1

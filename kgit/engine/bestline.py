@@ -1,0 +1,85 @@
+"""The best line moves only by kgit: its tip must be the commit of the last accept the record
+holds (the campaign's base before any), or the tip of an accept that a kill interrupted.
+
+A newcomer who edited the best line after a rollback committed there and the commit became the
+next round's reference, with no gate and no verdict; `git branch -f` moves it as easily. The
+commit hook refuses a commit on a best line (hooks/pre-commit), but `--no-verify` and plain ref
+moves pass any hook: so every command that measures against the best line, builds on it or
+reports it checks its tip against the record first (`require_best_where_recorded`), and says
+the one command that puts it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgit.engine.campaign import Campaign
+from kgit.errors import KgitError
+
+
+@dataclass(frozen=True)
+class BestLine:
+    tip: str
+    recorded: str  # where the record says it is
+    round: int | None  # the round whose accept put it there (None: the base)
+
+    @property
+    def moved(self) -> bool:
+        return self.tip != self.recorded
+
+
+def best_line(campaign: Campaign, tip: str) -> BestLine:
+    """TIP (the best line's) against the record: its last accept's commit, or the base."""
+    accepted = {commit: note.round for commit, note in campaign.all_rounds(False) if note.accepted}
+    if not accepted:
+        recorded, number = campaign.state.base, None
+    else:
+        heads = campaign.repo.heads_of(sorted(accepted))
+        # Accepts move one line forward: one commit leads from all the others. Several (a
+        # record that merged two clones' lines) leave the tip to be any one of them.
+        recorded = tip if tip in heads else max(heads, key=lambda c: accepted[c])
+        number = accepted[recorded]
+    if tip != recorded and _interrupted_accept(campaign, tip, recorded):
+        recorded = tip
+    return BestLine(tip, recorded, number)
+
+
+def _interrupted_accept(campaign: Campaign, tip: str, recorded: str) -> bool:
+    """Whether TIP is an open round's commit straight above the recorded tip: an accept killed
+    after it moved the best line looks so (accept completes it when the verdict accepts, and
+    rollback moves the line back in any case; kgit/engine/status.py says which)."""
+    note = campaign.read_round(tip)
+    if note is None:
+        return False
+    open_round = campaign.state.open_numbered(note.round)
+    return open_round is not None and open_round.parent == recorded
+
+
+def restore_command(campaign: Campaign, line: BestLine) -> str:
+    """The one command line that puts the best line back where the record says, keeping what
+    was put there under a branch of its own (replayed later as a round: git cherry-pick)."""
+    best = campaign.refs.best
+    keep = f"git branch kgit-moved-{line.tip[:10]} {line.tip}"
+    if campaign.repo.current_branch() == best:  # the work tree follows the branch back
+        return f"{keep} && git reset --keep {line.recorded}"
+    return f"{keep} && git update-ref {best} {line.recorded} {line.tip}"
+
+
+def moved_error(campaign: Campaign, line: BestLine) -> KgitError:
+    best = campaign.refs.best
+    where = f"round-{line.round}'s accept" if line.round else "the campaign's base"
+    return KgitError(
+        f"the best line {best.removeprefix('refs/heads/')} was moved outside kgit: it is at "
+        f"{line.tip[:10]}, and the record puts it at {line.recorded[:10]} ({where}); nothing "
+        "is measured against, or built on, a commit no verdict accepted",
+        hint=f"put it back: {restore_command(campaign, line)} (then replay the change as a "
+        "round: kgit round start, git cherry-pick)",
+    )
+
+
+def require_best_where_recorded(campaign: Campaign) -> str:
+    """The best line's tip, once it is where the record puts it (else refused)."""
+    line = best_line(campaign, campaign.best_tip())
+    if line.moved:
+        raise moved_error(campaign, line)
+    return line.tip

@@ -1,0 +1,76 @@
+"""The best line moves only by kgit (issue 35, item 5): the hook refuses a commit on it, and a
+best line moved by plain git (`--no-verify`, `git branch -f`, `git update-ref`) is named by
+every command that builds on it, with the one command that puts it back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import commit, git, run_kgit
+
+
+def _rolled_back_round(repo: Path) -> str:
+    assert run_kgit("round", "start", "slower").code == 0
+    (repo / "kernel.txt").write_text("speed: 80\n")
+    assert commit(repo, "slower").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    tip = git(repo, "rev-parse", "HEAD")
+    assert run_kgit("round", "rollback", "--reason", "slower").code == 0
+    return tip
+
+
+def test_the_hook_refuses_a_commit_on_the_best_line(campaign: Path) -> None:
+    repo = campaign
+    _rolled_back_round(repo)
+    assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/kgit/c1/best"
+    (repo / "kernel.txt").write_text("speed: 70\n")
+    refused = commit(repo, "tuned on the best line")
+    assert refused.returncode == 1, refused
+    assert "kgit/c1/best moves only through kgit" in refused.stderr
+    assert 'kgit -c c1 round start "HYPOTHESIS"' in refused.stderr
+    # What kgit said before committing there: set the edit aside, start a round.
+    started = run_kgit("round", "start", "from the best line's edit")
+    assert started.code == 1 and "git stash, then kgit round start" in started.err
+
+
+def test_a_best_line_moved_by_plain_git_is_named_and_refused(campaign: Path) -> None:
+    repo = campaign
+    _rolled_back_round(repo)
+    recorded = git(repo, "rev-parse", "kgit/c1/best")
+    (repo / "kernel.txt").write_text("speed: 70\n")
+    assert commit(repo, "tuned on the best line", "--no-verify").returncode == 0
+    moved = git(repo, "rev-parse", "kgit/c1/best")
+    assert moved != recorded
+    refused = run_kgit("round", "start", "from the moved line")
+    assert refused.code == 1 and "was moved outside kgit" in refused.err
+    restore = f"git branch kgit-moved-{moved[:10]} {moved} && git reset --keep {recorded}"
+    assert restore in refused.err
+    status = run_kgit("status", "--json").json()
+    assert isinstance(status, dict)
+    assert status["best_moved"]["recorded"] == recorded and status["next_step"] == restore
+    assert "moved outside kgit" in run_kgit("status").out
+    for command in restore.split(" && "):
+        git(repo, *command.split()[1:])
+    assert git(repo, "rev-parse", "kgit/c1/best") == recorded
+    assert git(repo, "rev-parse", f"kgit-moved-{moved[:10]}") == moved  # nothing lost
+    assert run_kgit("round", "start", "from the restored line").code == 0
+
+
+def test_a_best_line_put_on_a_rolled_back_commit_is_no_accept_to_complete(campaign: Path) -> None:
+    """`git branch -f` of the best line onto a round's rolled-back commit was reported as an
+    interrupted accept that `kgit round accept` completes."""
+    repo = campaign
+    assert run_kgit("round", "start", "slower").code == 0
+    (repo / "kernel.txt").write_text("speed: 80\n")
+    assert commit(repo, "slower").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0  # ROLLED BACK
+    recorded = git(repo, "rev-parse", "kgit/c1/best")
+    git(repo, "update-ref", "refs/heads/kgit/c1/best", "HEAD")
+    status = run_kgit("status", "--json").json()
+    assert isinstance(status, dict)
+    assert status["open_round"]["interrupted"] is None
+    assert status["next_step"].startswith("kgit round rollback")
+    assert "accept completes it" not in run_kgit("status").out
+    assert run_kgit("round", "accept").code == 1
+    assert run_kgit("round", "rollback", "--reason", "slower").code == 0
+    assert git(repo, "rev-parse", "kgit/c1/best") == recorded
