@@ -16,7 +16,10 @@ from tests.conftest import git
 from tests.corpus.redteam import (
     ATTEMPTS,
     OUTSIDE_PATH_VALIDATE,
+    PREFIX_VALIDATE,
+    PRELOAD_VALIDATE,
     VALIDATE,
+    WROTE,
     Attempt,
     Stop,
     build_template,
@@ -56,7 +59,7 @@ def test_a_cheat_never_reaches_the_best_line(
         assert outcome.best_moved, transcript
         assert outcome.step("kgit round accept").code == 0, transcript
         return
-    assert not outcome.best_moved, transcript
+    assert attempt.moves_best_by_hand or not outcome.best_moved, transcript
     step = outcome.step(attempt.stop.step)
     assert step.code == attempt.stop.code, transcript
     assert attempt.stop.says in step.output, transcript
@@ -79,7 +82,9 @@ UNDER_DEFAULT = {
     "hidden-atexit-double", "hidden-slow-clock", "sitecustomize", "sitecustomize-committed",
     "amend-after-validate", "forged-note", "link-out", "flood-forged-digest",
     "pythonpath-sitecustomize", "idle-neighbour", "double-forked-neighbour",
-    "knows-when-timed",
+    "knows-when-timed", "control-foreign-env", "ld-preload-clock", "pycache-prefix",
+    "kgit-bytecode", "reference-bytecode", "memo-on-values", "commit-on-best",
+    "best-moved-by-hand",
 }  # fmt: skip
 
 
@@ -92,6 +97,11 @@ DEFAULT_STOPS = {
     "flood-forged-digest": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
     "pythonpath-sitecustomize": Stop(OUTSIDE_PATH_VALIDATE, 0, "round-2: ROLLED BACK"),
     "sitecustomize": Stop(VALIDATE, 0, "the candidate is slower"),
+    "ld-preload-clock": Stop(PRELOAD_VALIDATE, 0, "round-2: ROLLED BACK"),
+    "pycache-prefix": Stop(PREFIX_VALIDATE, 0, "round-2: ROLLED BACK"),
+    # Both sides' trees are watched here: the forgery in the reference's tree is found.
+    "reference-bytecode": Stop(VALIDATE, 1, WROTE),
+    "memo-on-values": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
 }
 
 assert {a.id for a in ATTEMPTS} >= UNDER_DEFAULT >= set(DEFAULT_STOPS)  # none can drop out
@@ -110,7 +120,7 @@ def test_a_cheat_never_reaches_the_best_line_under_the_default_policy(
     if attempt.stop is None:
         assert outcome.best_moved and accept.code == 0, transcript
         return
-    assert not outcome.best_moved and accept.code == 1, transcript
+    assert (attempt.moves_best_by_hand or not outcome.best_moved) and accept.code == 1, transcript
     stop = DEFAULT_STOPS.get(attempt.id, attempt.stop)
     step = outcome.step(stop.step)
     assert step.code == stop.code and stop.says in step.output, transcript
