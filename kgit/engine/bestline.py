@@ -39,9 +39,18 @@ def best_line(campaign: Campaign, tip: str) -> BestLine:
         # record that merged two clones' lines) leave the tip to be any one of them.
         recorded = tip if tip in heads else max(heads, key=lambda c: accepted[c])
         number = accepted[recorded]
+    if number is not None and not _accepted_in_record(campaign, recorded):
+        # The listing came from the views' cache of parsed notes, which any process of the
+        # user's can rewrite: the commit it names is checked against the record itself.
+        recorded, number = campaign.state.base, None
     if tip != recorded and _interrupted_accept(campaign, tip, recorded):
         recorded = tip
     return BestLine(tip, recorded, number)
+
+
+def _accepted_in_record(campaign: Campaign, commit: str) -> bool:
+    note = campaign.read_round(commit)
+    return note is not None and note.campaign == campaign.name and note.accepted
 
 
 def _interrupted_accept(campaign: Campaign, tip: str, recorded: str) -> bool:

@@ -305,12 +305,20 @@ class Campaign:
         data = self.read_note("rounds", commit)
         return RoundNote.from_text(data) if data is not None else None
 
-    def all_rounds(self, with_shapes: bool = True) -> list[tuple[str, RoundNote]]:
+    def all_rounds(
+        self, with_shapes: bool = True, *, verified: bool = False
+    ) -> list[tuple[str, RoundNote]]:
         """(commit, note) of every recorded round, in round order. The listing comes with the
         record (`Campaign.load`); parsed notes are cached by blob, so no git process at all once
-        the cache holds them."""
+        the cache holds them. VERIFIED reads them from the record's blobs instead: what a verdict
+        is judged against never comes from a file under .git/kgit/ that any process of the
+        user's may rewrite (the views may show a cache; a judgement may not)."""
         listing = self.recorded("rounds")
-        notes = NoteCache(self.repo, self.name).parse(listing.values(), with_shapes)
+        if verified:
+            blobs = self.repo.read_blobs(list(dict.fromkeys(listing.values())))
+            notes = {blob: RoundNote.from_text(text) for blob, text in blobs.items()}
+        else:
+            notes = NoteCache(self.repo, self.name).parse(listing.values(), with_shapes)
         rounds = [(commit, notes[blob]) for commit, blob in listing.items()]
         rounds = [(c, n) for c, n in rounds if n.campaign == self.name]
         numbers = [n.round for _, n in rounds]

@@ -74,3 +74,25 @@ def test_a_best_line_put_on_a_rolled_back_commit_is_no_accept_to_complete(campai
     assert run_kgit("round", "accept").code == 1
     assert run_kgit("round", "rollback", "--reason", "slower").code == 0
     assert git(repo, "rev-parse", "kgit/c1/best") == recorded
+
+
+def test_a_verdict_is_judged_against_the_record_not_the_views_cache(campaign: Path) -> None:
+    """The parsed notes kgit caches for its views under .git/kgit/cache/ are files any process
+    of the user's may rewrite: with the baseline's stored values cut tenfold there, a slower
+    kernel read +700% under the seed's rule, which judges against stored values."""
+    import json
+
+    repo = campaign
+    assert run_kgit("status").code == 0  # the cache is written
+    cache = repo / ".git" / "kgit" / "cache" / "round-notes-c1.json"
+    data = json.loads(cache.read_text())
+    for note in data["notes"].values():
+        for shape in note.get("shapes", []):
+            shape["value"] = shape["value"] / 10 if shape.get("value") else shape.get("value")
+    cache.write_text(json.dumps(data))
+    assert run_kgit("round", "start", "slower").code == 0
+    (repo / "kernel.txt").write_text("speed: 80\n")
+    assert commit(repo, "slower").returncode == 0
+    verdict = run_kgit("-q", "round", "validate")
+    assert verdict.code == 0 and "ROLLED BACK" in verdict.out, verdict
+    assert run_kgit("round", "accept").code == 1

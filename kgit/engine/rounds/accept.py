@@ -142,7 +142,7 @@ def _evidence_that_accepts(campaign: Campaign, note: RoundNote, tip: str) -> Evi
             hint="kgit round validate measures it against the best line as it is",
         )
     line = campaign.repo.rev_list(evidence.reference, first_parent=True)
-    recomputed = rejudge(campaign, evidence, best_values(campaign.all_rounds(), line))
+    recomputed = rejudge(campaign, evidence, best_values(campaign.all_rounds(verified=True), line))
     if not recomputed.accepts:
         raise KgitError(
             f"round-{note.round}'s stored evidence does not support its verdict "

@@ -123,7 +123,7 @@ def check_finish(
     say(f"final acceptance of {campaign.name} at {best[:10]} ({len(changed)} file(s) changed)")
     # Read once: the lock below refuses to record if the best line moved meanwhile. The rounds
     # name the final branch's commits and fill the report; they decide nothing here.
-    rounds = campaign.all_rounds()
+    rounds = campaign.all_rounds(verified=True)
     for drift in drifts(campaign, ("rounds", "bench")):
         say(f"warning: {problem(campaign, drift)}; kgit doctor explains it")
     check = _acceptance(campaign, best, rounds, say, echo=echo)

@@ -178,7 +178,7 @@ def _measured(
     """The round's COMMIT (its sha and tree) measured against the best line and judged under
     the campaign's policy; NOTE recorded with the verdict and its evidence."""
     tip, tree = commit
-    rounds = campaign.all_rounds()
+    rounds = campaign.all_rounds(verified=True)
     best = best_values(rounds, campaign.repo.rev_list(best_tip, first_parent=True))
     baseline = rounds[0][1].values() if rounds else {}
     baseline_blocks = rounds[0][1].statistics.get("block_values", {}) if rounds else {}
