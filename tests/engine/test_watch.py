@@ -26,7 +26,12 @@ def _watch(tmp_path: Path, *folders: Path) -> Watch:
     return watch
 
 
-def test_a_write_after_the_mark_is_found_and_one_before_is_not(tmp_path: Path) -> None:
+@pytest.mark.parametrize("find", [True, False], ids=["find", "python-walk"])
+def test_a_write_after_the_mark_is_found_and_one_before_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find: bool
+) -> None:
+    if not find:  # a machine without find(1): kgit walks the folders itself
+        monkeypatch.setattr("kgit.engine.measuring.watch.shutil.which", lambda _: None)
     site = tmp_path / "site"
     (site / "pkg" / "__pycache__").mkdir(parents=True)
     (site / "pkg" / "old.py").write_text("x = 1\n")
@@ -64,7 +69,6 @@ def test_a_write_into_a_worlds_copy_of_kgit_is_found_when_it_closes(tmp_path: Pa
     world = open_world(tmp_path, {})
     watch = _watch(tmp_path, tmp_path / "nothing")
     time.sleep(0.02)
-    (world.lib / "kgit" / "measure" / "__pycache__").mkdir()
     (world.lib / "kgit" / "measure" / "__pycache__" / "fwdbwd.cpython-311.pyc").write_bytes(b"x")
     world.close()
     with pytest.raises(WroteOutside, match="fwdbwd"):

@@ -15,10 +15,11 @@ So what a measuring process sees is decided here, from an allowlist, by construc
   per-process paths are recorded in the fingerprint (`recorded_env`): a round measured in another
   environment than the baseline's is refused like another GPU.
 - **kgit's measuring code** runs from a copy kgit makes for that process (`World.lib`, first on
-  `PYTHONPATH`), read once from the installed sources and digested (the `kgit_measuring` digest,
-  in the fingerprint), with no bytecode: Python compiles it from that source, and the process
-  writes no bytecode anywhere (`PYTHONDONTWRITEBYTECODE`). Bytecode lying around in kgit's
-  install, forged or not, is never read.
+  `PYTHONPATH`), read from the installed sources and digested (the `kgit_measuring` digest, in
+  the fingerprint), with bytecode kgit compiled itself from the source it read (hash-checked
+  against the copy's source), and the process writes no bytecode anywhere
+  (`PYTHONDONTWRITEBYTECODE`). Bytecode lying around in kgit's install, forged or not, is never
+  read.
 - **Its home, temporary folder and compile caches** (Triton's, torch's, CUDA's) are private to
   the process and removed with it: nothing one process compiles or leaves is read by another.
 
@@ -29,14 +30,16 @@ by `kgit/engine/measuring/watch.py`.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
+import marshal
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kgit.engine.measuring.watch import changed_under, note_world_writes
 from kgit.errors import KgitError
@@ -199,31 +202,55 @@ def unpassed_hint(declared: Mapping[str, str]) -> str | None:
 
 
 def copy_measuring_code(lib: Path) -> str:
-    """Copy the parts of kgit a harness imports into LIB (sources only, no bytecode), each file
-    read once; return the sha256 of the measuring library's sources among them."""
-    home = package_home() / "kgit"
+    """Copy the parts of kgit a harness imports into LIB, each with the bytecode kgit compiled
+    itself from the source it read (a hash-checked .pyc: Python checks it against the copy's
+    source); return the sha256 of the measuring library's sources among them."""
     digest = hashlib.sha256()
     target = lib / "kgit"
-    for name in _COPIED:
-        source = home / name
-        if source.is_file():
-            _copy_file(source, target / name, digest if name in _DIGESTED else None, name)
-            continue
-        for path in sorted(source.rglob("*.py")):
-            relative = path.relative_to(home)
-            if "__pycache__" in relative.parts:
-                continue
-            hashed = digest if relative.parts[0] in _DIGESTED else None
-            _copy_file(path, target / relative, hashed, relative.as_posix())
+    for relative, data, pyc in _measuring_sources():
+        path = target / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        cache = path.parent / "__pycache__"
+        cache.mkdir(exist_ok=True)
+        (cache / f"{path.stem}.{sys.implementation.cache_tag}.pyc").write_bytes(pyc)
+        if relative.split("/", 1)[0] in _DIGESTED:
+            digest.update(f"{relative}\0".encode() + data + b"\0")
     return digest.hexdigest()[:16]
 
 
-def _copy_file(source: Path, target: Path, digest: Any, name: str) -> None:
-    data = source.read_bytes()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    if digest is not None:
-        digest.update(f"{name}\0".encode() + data + b"\0")
+# relative path -> (the source's stat, its bytes, the bytecode kgit compiled from them): each
+# file is read and compiled once per kgit process (a validation starts several harnesses), and
+# again when it changed on disk.
+_compiled: dict[str, tuple[tuple[int, int, int], bytes, bytes]] = {}
+
+
+def _measuring_sources() -> list[tuple[str, bytes, bytes]]:
+    home = package_home() / "kgit"
+    found = []
+    for name in _COPIED:
+        source = home / name
+        paths = [source] if source.is_file() else sorted(source.rglob("*.py"))
+        for path in paths:
+            relative = path.relative_to(home).as_posix()
+            if "__pycache__" not in relative:
+                found.append((relative, *_compiled_file(path, relative)))
+    return found
+
+
+def _compiled_file(path: Path, relative: str) -> tuple[bytes, bytes]:
+    info = path.stat()
+    stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size)
+    known = _compiled.get(relative)
+    if known is not None and known[0] == stamp:
+        return known[1], known[2]
+    data = path.read_bytes()
+    code = compile(data, str(path), "exec", dont_inherit=True)
+    flags = (0b11).to_bytes(4, "little")  # hash-based, checked against the source on import
+    pyc = importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(data)
+    pyc += marshal.dumps(code)
+    _compiled[relative] = (stamp, data, pyc)
+    return data, pyc
 
 
 def require_no_shadow(tree: Path) -> None:
