@@ -127,3 +127,69 @@ def echo(data: bytes) -> None:
     else:
         sys.stderr.buffer.write(data)
         sys.stderr.flush()
+
+
+# -- where a command's time went ------------------------------------------------------------------
+# A baseline on an H100 took 219 s for about 2 s of timed quads per pair of processes: the
+# phases say where the rest goes (`kgit baseline` and `kgit round validate` print them and give
+# them in --json), so that what is cut next is measured, not guessed.
+
+
+class Phases:
+    """Seconds per phase of one command, summed over every time the phase ran."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.started = time.monotonic()
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + max(seconds, 0.0)
+
+    def to_dict(self) -> dict[str, float]:
+        total = time.monotonic() - self.started
+        listed = {name: round(s, 3) for name, s in self.seconds.items()}
+        return {**listed, "total": round(total, 3)}
+
+    def line(self) -> str:
+        data = self.to_dict()
+        total = data.pop("total")
+        parts = [f"{name} {seconds:.1f} s" for name, seconds in data.items()]
+        return (
+            f"time: {total:.1f} s in all: " + ", ".join(parts) if parts else f"time: {total:.1f} s"
+        )
+
+
+_phases: list[Phases] = []
+
+
+def add_phase(name: str, seconds: float) -> None:
+    """Count SECONDS to phase NAME of the command collecting (none: nothing)."""
+    if _phases:
+        _phases[-1].add(name, seconds)
+
+
+class phase:
+    """The block's wall time, counted to phase NAME."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.began = name, 0.0
+
+    def __enter__(self) -> None:
+        self.began = time.monotonic()
+
+    def __exit__(self, *_: object) -> None:
+        add_phase(self.name, time.monotonic() - self.began)
+
+
+class collecting:
+    """Collect the phases of what runs inside."""
+
+    def __init__(self) -> None:
+        self.phases = Phases()
+
+    def __enter__(self) -> Phases:
+        _phases.append(self.phases)
+        return self.phases
+
+    def __exit__(self, *_: object) -> None:
+        _phases.remove(self.phases)

@@ -167,7 +167,10 @@ def baseline(obj: Ctx, as_json: bool) -> None:
     from kgit.engine.lifecycle.baseline import baseline as run_baseline
 
     obj.long_step()
-    result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet)
+    with progress.collecting() as phases:
+        result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet)
+    result["phases"] = phases.to_dict()
+    obj.say(phases.line())
     emit(
         result,
         as_json,

@@ -71,7 +71,10 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
     from kgit.engine.rounds.validate import validate_round
 
     obj.long_step()
-    result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
+    with progress.collecting() as phases:
+        result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
+    result["phases"] = phases.to_dict()
+    obj.say(phases.line())
     emit(result, as_json, render_verdict)
 
 

@@ -244,6 +244,7 @@ def run_harness(
     """Run every shape, write the CSV, print the summary; return the exit code. Started by kgit
     as a resident harness (`KGIT_WORKER=1`), it then stays up and answers block requests
     (kgit/records/protocol.py): the kernels are imported, compiled and tuned once per side."""
+    entered = time.time()  # imports done: the process's start-up is kgit's to count from here
     args = _parse(argv, description)
     # What the target shapes launch, when kgit asks (KGIT_LAUNCH_LOG, at baseline): the gate
     # audit mutates that code first. Only each kernel's first launch is seen (timing is not).
@@ -259,7 +260,11 @@ def run_harness(
         )
         first_block = os.environ.get(FIRST_BLOCK_ENV) if resident else None
         block_ms = float(first_block) if first_block else None
-        rows = _bench_all(bench_one_shape, shapes, settings, columns, block_ms=block_ms)
+        began = time.time()
+        seconds: list[float] = []
+        rows = _bench_all(
+            bench_one_shape, shapes, settings, columns, block_ms=block_ms, seconds=seconds
+        )
         log_peak(device, "first pass" if block_ms is None else "first pass (blocks)", labels(rows))
         _require_own_clocks()
         written = write_summary_csv(args.summary_csv, columns, rows)
@@ -280,7 +285,9 @@ def run_harness(
     )
     code = EXIT_ALL_PASS if passed == len(rows) else EXIT_SOME_FAIL
     if resident:
-        return _serve(bench_one_shape, columns, settings, code)
+        phases = {"entered_at": entered, "released_at": began}
+        phases.update(first_shape_s=seconds[0] if seconds else 0.0, other_shapes_s=sum(seconds[1:]))
+        return _serve(bench_one_shape, columns, settings, code, phases)
     return code
 
 
@@ -314,6 +321,7 @@ def _bench_all(
     relocate: bool = False,
     read: tuple[str, ...] | None = None,
     progress: bool = True,
+    seconds: list[float] | None = None,
 ) -> list[Row]:
     """One row per shape; with BLOCK_MS, each shape timed in block mode (a resident harness's blocks: each
     time_fn call site keeps its inputs, warm state and graph from one block to the next). READ
@@ -332,14 +340,22 @@ def _bench_all(
             # H100 once). A block's units stay: they are what the next block times.
             give_back(settings.device)
         rows.append(row)
+        if seconds is not None:
+            seconds.append(time.perf_counter() - start)
         if progress:
             print(_progress(index, len(shapes), row, time.perf_counter() - start), flush=True)
     return rows
 
 
-def _serve(bench: BenchOneShape, columns: Sequence[str], settings: Settings, code: int) -> int:
+def _serve(
+    bench: BenchOneShape,
+    columns: Sequence[str],
+    settings: Settings,
+    code: int,
+    phases: dict[str, float] | None = None,
+) -> int:
     """The resident loop: one JSON request a line on stdin, one marker line back on stdout."""
-    print("\n" + ready_line(code), flush=True)
+    print("\n" + ready_line(code, phases), flush=True)
     seen: list[str] = []
     for line in sys.stdin:
         if not line.strip():

@@ -77,8 +77,14 @@ def held_line() -> str:
     return HELD + json.dumps({"protocol": PROTOCOL})
 
 
-def ready_line(exit_code: int) -> str:
-    return READY + json.dumps({"protocol": PROTOCOL, "exit": exit_code})
+def ready_line(exit_code: int, phases: dict[str, float] | None = None) -> str:
+    """PHASES: where the harness's time went before it was ready (`entered_at`: the wall clock
+    when its code started, imports done; `first_shape_s`, `other_shapes_s`): kgit adds them to
+    the command's phases. A kgit that does not read them ignores them."""
+    payload: dict[str, Any] = {"protocol": PROTOCOL, "exit": exit_code}
+    if phases:
+        payload["phases"] = phases
+    return READY + json.dumps(payload)
 
 
 def reply_line(request_id: int, exit_code: int, csv: bytes | None = None) -> str:

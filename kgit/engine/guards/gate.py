@@ -26,7 +26,7 @@ from kgit.engine.runner import CommandResult, run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.judge.gate_reads import GateReads, gate_reads
-from kgit.progress import Say
+from kgit.progress import Say, phase
 from kgit.records.manifest import Manifest
 from kgit.records.notes import CLEAN_CHECKOUT, WORK_TREE, GateNote
 
@@ -43,7 +43,7 @@ def run_tests(
     say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
     folder = checkout or campaign.repo.root
     env = gate_env(campaign, folder)
-    with watched(campaign, gate_lib(), "the gate"):
+    with watched(campaign, gate_lib(), "the gate"), phase("gate"):
         result = run_command(
             command,
             folder,

@@ -25,7 +25,7 @@ from kgit.gitdoor import Repo
 from kgit.judge.floor import campaign_floor
 from kgit.judge.representative import pick_representative
 from kgit.judge.scoring import diagnostics, geomean
-from kgit.progress import Say, warn
+from kgit.progress import Say, phase, warn
 from kgit.records.manifest import Manifest
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
@@ -73,7 +73,8 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         current.state.noise_floors = floors
         _save_baseline(current, base, run, note, harness_copy)
     # After the baseline is recorded: an audit that is interrupted or cannot run loses nothing.
-    audit = audit_at_baseline(current, say, echo=echo)
+    with phase("audit"):
+        audit = audit_at_baseline(current, say, echo=echo)
     return {
         "campaign": campaign.name,
         "round": 1,

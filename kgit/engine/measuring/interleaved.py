@@ -18,7 +18,7 @@ from kgit.engine.measuring.worktree import require_pristine
 from kgit.errors import KgitError
 from kgit.judge.decision import Standard, decide, pairs_rule
 from kgit.judge.scoring import geomean
-from kgit.progress import Say
+from kgit.progress import Say, phase
 from kgit.records.evidence import RESIDENT_MODE, Evidence
 
 
@@ -163,6 +163,23 @@ def require_reference_passes(first: Measurement) -> None:
 
 
 def sample_pairs(
+    campaign: Campaign,
+    sides: tuple[Side, Side],
+    shapes: list[dict[str, Any]],
+    standard: Standard | None,
+    evidence: Evidence,
+    say: Say,
+    *,
+    pairs_wanted: int | None = None,
+) -> list[str]:
+    """`_sample_pairs`, its time counted to the command's quads."""
+    with phase("quads"):
+        return _sample_pairs(
+            campaign, sides, shapes, standard, evidence, say, pairs_wanted=pairs_wanted
+        )
+
+
+def _sample_pairs(
     campaign: Campaign,
     sides: tuple[Side, Side],
     shapes: list[dict[str, Any]],

@@ -16,7 +16,7 @@ from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint,
 from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo
 from kgit.judge.scoring import Score, score
-from kgit.progress import Say
+from kgit.progress import Say, phase
 from kgit.records.notes import RoundNote, in_line_order
 from kgit.records.protocol import (
     MEMORY_SHARE_ENV,
@@ -58,7 +58,7 @@ def measure(
     what = f"campaign {campaign.name}: a harness pass{role}"
     world = harness_world(campaign, cwd)
     try:
-        with sealed(campaign, [tree] if tree else [], what, say):
+        with sealed(campaign, [tree] if tree else [], what, say), phase("harness passes"):
             run = run_harness(
                 manifest.quick_command,
                 shapes,

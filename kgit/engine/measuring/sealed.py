@@ -29,7 +29,7 @@ from kgit.engine.measuring.world import (
     require_no_shadow,
     sealed_env,
 )
-from kgit.progress import Say
+from kgit.progress import Say, phase
 from kgit.records.protocol import RUN_ENV
 
 # kgit's own knobs a user may set for the measuring processes (both sides alike).
@@ -57,9 +57,11 @@ def watched(campaign: Campaign, trees: Sequence[Path], what: str) -> Iterator[No
             yield
         except BaseException:
             # A write explains the failure better than what it caused.
-            refuse_writes(watch, taint_file(campaign), what, reset)
+            with phase("watch"):
+                refuse_writes(watch, taint_file(campaign), what, reset)
             raise
-        refuse_writes(watch, taint_file(campaign), what, reset)
+        with phase("watch"):
+            refuse_writes(watch, taint_file(campaign), what, reset)
 
 
 @contextmanager

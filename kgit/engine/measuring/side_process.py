@@ -40,6 +40,7 @@ class SideProcess:
 
     def __init__(self, command: str, cwd: Path, env: dict[str, str], echo: bool) -> None:
         self.started = time.monotonic()
+        self.started_wall = time.time()  # the harness reports when its imports were done
         self.mark = secrets.token_hex(8)  # in the environment of all it starts (holding.py)
         subreaper(True)  # before the start: an orphan of the very first instant comes back too
         try:

@@ -26,7 +26,7 @@ from kgit.engine.measuring.side_process import SideProcess
 from kgit.engine.measuring.world import World
 from kgit.engine.orphans import tether
 from kgit.engine.runner import CommandResult, classify_harness, harness_command
-from kgit.progress import Say
+from kgit.progress import Say, add_phase
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
@@ -252,6 +252,7 @@ class Launch:
                             details=process.text()[-4000:],
                         )
             seconds = time.monotonic() - started
+            _count_phases(process, ready, seconds, held=self.held)
             csv_path = self.scratch / "first.csv"
             csv = csv_path.read_bytes() if csv_path.is_file() else None
             digests = tuple(process.digests.digests)  # of the first pass, up to now
@@ -322,6 +323,27 @@ def launch_side(
         world.close()
         raise
     return Launch(campaign, name, tree, shapes, frozen, process, scratch, hold, world)
+
+
+def _count_phases(
+    process: SideProcess, ready: dict[str, Any] | None, seconds: float, *, held: bool
+) -> None:
+    """A side's start, as the command's phases: its process start and imports (beside the
+    other side's work when it was held), its first shape (compiling, capturing, checking) and
+    the other shapes, as a resident harness on kgit.measure reports them; else its first pass."""
+    phases = ready.get("phases") if ready else None
+    if not isinstance(phases, dict):
+        add_phase("harness start and first pass", seconds)
+        return
+    try:
+        start_up = float(phases["entered_at"]) - process.started_wall
+        first, others = float(phases["first_shape_s"]), float(phases["other_shapes_s"])
+    except (KeyError, TypeError, ValueError):
+        add_phase("harness start and first pass", seconds)
+        return
+    add_phase("harness start-up" + (", beside the other side" if held else ""), start_up)
+    add_phase("first shape (compile, capture, checks)", first)
+    add_phase("other shapes", others)
 
 
 def _exit_code(payload: dict[str, Any]) -> int | None:

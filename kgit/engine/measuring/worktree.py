@@ -16,7 +16,7 @@ from kgit.engine.measuring.watch import changed_under
 from kgit.engine.runner import run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
-from kgit.progress import Say
+from kgit.progress import Say, phase
 
 
 def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo: bool) -> Path:
@@ -33,7 +33,18 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     if linked is not None:  # a round's own work tree measures in trees of its own: rounds in
         folder = folder / linked  # parallel never check out over each other's sides
     path, marker = folder / side, folder / f"{side}.built"
+    with phase("trees"):
+        _checked_out(campaign, commit, path, marker)
     command = campaign.manifest.rebuild_command
+    if command and (not marker.exists() or marker.read_text() != commit):
+        with phase("rebuild"):
+            _rebuild(campaign, side, path, say, echo=echo)
+        marker.write_text(commit)
+    return path
+
+
+def _checked_out(campaign: Campaign, commit: str, path: Path, marker: Path) -> None:
+    repo, command = campaign.repo, campaign.manifest.rebuild_command
     if (path / ".git").exists():
         tree = open_repo(path)
         moved = tree.rev_parse("HEAD") != commit
@@ -43,24 +54,25 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
         if not keep_build:
             marker.unlink(missing_ok=True)
     else:
-        folder.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         repo.add_detached_worktree(path, commit)
-    if command and (not marker.exists() or marker.read_text() != commit):
-        say(f"rebuild ({side} work tree): `{command}`")
-        # In the gate's world (kgit/engine/measuring/world.py): a loader shim in the caller's
-        # shell could otherwise build each side's binary differently.
-        result = run_command(
-            command,
-            path,
-            campaign.manifest.timeout_s,
-            tether=repo.common_dir,
-            echo=echo,
-            env=gate_env(campaign, path),
-        )
-        if not result.ok:
-            raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
-        marker.write_text(commit)
-    return path
+
+
+def _rebuild(campaign: Campaign, side: str, path: Path, say: Say, *, echo: bool) -> None:
+    command = campaign.manifest.rebuild_command or ""
+    say(f"rebuild ({side} work tree): `{command}`")
+    # In the gate's world (kgit/engine/measuring/world.py): a loader shim in the caller's shell
+    # could otherwise build each side's binary differently.
+    result = run_command(
+        command,
+        path,
+        campaign.manifest.timeout_s,
+        tether=campaign.repo.common_dir,
+        echo=echo,
+        env=gate_env(campaign, path),
+    )
+    if not result.ok:
+        raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
 
 
 def built_untouched(path: Path, marker: Path, commit: str) -> bool:
