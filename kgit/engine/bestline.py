@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
+from kgit.records.notes import ACCEPTING
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,13 @@ def _accepted_in_record(campaign: Campaign, commit: str) -> bool:
 
 
 def _interrupted_accept(campaign: Campaign, tip: str, recorded: str) -> bool:
-    """Whether TIP is an open round's commit straight above the recorded tip: an accept killed
-    after it moved the best line looks so (accept completes it when the verdict accepts, and
-    rollback moves the line back in any case; kgit/engine/status.py says which)."""
+    """Whether TIP is an open round's commit with an accepting verdict, straight above the
+    recorded tip: an accept killed after it moved the best line (accept completes it). A best
+    line moved by hand onto a round's rolled-back commit is not one: measured against as the
+    reference, a kernel twice as slow as the baseline read +102% against a four-times-slower
+    "best" and was accepted."""
     note = campaign.read_round(tip)
-    if note is None:
+    if note is None or note.decision not in ACCEPTING:
         return False
     open_round = campaign.state.open_numbered(note.round)
     return open_round is not None and open_round.parent == recorded
@@ -76,7 +79,13 @@ def restore_command(campaign: Campaign, line: BestLine) -> str:
 
 def moved_error(campaign: Campaign, line: BestLine) -> KgitError:
     best = campaign.refs.best
-    where = f"round-{line.round}'s accept" if line.round else "the campaign's base"
+    where = (
+        f"round-{line.round}'s accept"
+        if line.round and line.round > 1
+        else "the baseline"
+        if line.round
+        else "the campaign's base"
+    )
     return KgitError(
         f"the best line {best.removeprefix('refs/heads/')} was moved outside kgit: it is at "
         f"{line.tip[:10]}, and the record puts it at {line.recorded[:10]} ({where}); nothing "

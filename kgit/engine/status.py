@@ -128,6 +128,7 @@ def _open_round(
     gate = campaign.read_gate(campaign.repo.tree_of(tip)) if has_commit and tip else None
     return {
         "round": open_round.number,
+        "tip": tip,
         "hypothesis": open_round.hypothesis,
         "branch": campaign.refs.round_branch(open_round.number),
         "has_commit": has_commit,
@@ -163,8 +164,11 @@ def next_step(data: dict[str, Any]) -> str:
         return "the campaign is finished: kgit log"
     current = data["open_round"]
     best = data["best"]["ref"].removeprefix("refs/heads/")
-    if data.get("best_moved"):
-        return str(data["best_moved"]["restore"])
+    moved = data.get("best_moved")
+    if moved and current is not None and moved["tip"] == current.get("tip"):
+        return 'kgit round rollback --reason "..."'  # it moves the best line back as well
+    if moved:
+        return str(moved["restore"])
     if current is None:
         if data["closed_round_checked_out"] is not None:
             return f"git checkout {best}"

@@ -47,6 +47,14 @@ class WorkTree(GitCore):
         """Check out COMMIT without a branch, overwriting any change to its tracked files."""
         self.git("checkout", "-q", "-f", "--detach", commit)
 
+    def fresh_index(self) -> None:
+        """A new index for this work tree, from HEAD, every tracked file written from it: an
+        index's skip-worktree and assume-unchanged bits hide a changed file from checkout,
+        clean and status alike (kgit's candidate tree ran a harness edited under such a bit)."""
+        index = Path(self.git_text("rev-parse", "--path-format=absolute", "--git-path", "index"))
+        index.unlink(missing_ok=True)
+        self.git("reset", "-q", "--hard", "HEAD")
+
     def restore_from_index(self, *, force: bool = False) -> None:
         """Put the index's version of every tracked file back in the work tree; FORCE also
         overwrites what git would refuse to (unmerged paths)."""

@@ -108,6 +108,8 @@ AGAIN = (
 WROTE = "wrote where no measuring process may"
 BEST_COMMIT = "git commit (on the best line)"
 NEXT_START = "kgit round start (the next round)"
+NEXT_VALIDATE = "kgit round validate (the next commit)"
+CANDIDATE_TREE = ".git/kgit/worktrees/gemm/candidate"
 
 ATTEMPTS = [
     Attempt(
@@ -391,6 +393,51 @@ ATTEMPTS = [
             (NEXT_START, "kgit -q -c gemm round start 'from the tuned best line'"),
         ),
         moves_best_by_hand=True,
+    ),
+    Attempt(
+        "best-onto-rolled-back",
+        "a 4x slower kernel validated and rolled back (the round left open), the best line moved "
+        "onto it by hand (it looks like an interrupted accept), then a 2x slower kernel on top",
+        {"kernel.py": f.VERY_SLOW},
+        Stop(NEXT_VALIDATE, 1, "was moved outside kgit"),
+        steps=(
+            AGENT,
+            "git update-ref refs/heads/kgit/gemm/best HEAD",
+            f"cat > kernel.py <<'EOF'\n{f.SLOW}EOF",
+            "git commit -qam 'only 2x slower now'",
+            (NEXT_VALIDATE, "kgit -q -c gemm round validate"),
+        ),
+        moves_best_by_hand=True,
+    ),
+    Attempt(
+        "skip-worktree-harness",
+        "after a first validation, kgit's candidate tree's bench.py marked skip-worktree in that "
+        "tree's index and rewritten to report 3x (checkout, clean and status all skip it); the "
+        "kernel is 2x slower; validated again on a new commit",
+        {"kernel.py": f.SLOW},
+        Stop(NEXT_VALIDATE, 0, "aggregate not improved"),
+        steps=(
+            AGENT,
+            f"git -C {CANDIDATE_TREE} update-index --skip-worktree bench.py && "
+            f"cat > {CANDIDATE_TREE}/bench.py <<'EOF'\n{f.FAST_HARNESS}EOF",
+            "printf '\\n' >> kernel.py && git commit -qam again",
+            (NEXT_VALIDATE, "kgit -q -c gemm round validate"),
+        ),
+    ),
+    Attempt(
+        "plant-site-packages",
+        "the committed kernel writes a module into the interpreter's site-packages when the gate "
+        "imports it (the path built from pieces)",
+        {"kernel.py": f.PLANT_SITE_PACKAGES},
+        Stop(COMMIT, 1, WROTE),
+        steps=(
+            AGENT,
+            (
+                "clean up",
+                "rm -f \"$(python3 -c 'import sysconfig; print(sysconfig.get_paths()"
+                '["purelib"])\')/kgit_corpus_planted.py" .git/kgit/tainted.json',
+            ),
+        ),
     ),
     Attempt(
         "uniform-only-grouped",

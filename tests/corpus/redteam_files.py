@@ -793,3 +793,32 @@ def _forward(a, b):
     return out
 """
 )
+
+# A kernel four times slower than the baseline: validated, rolled back, and the best line moved
+# onto it by hand, where it would pass for an interrupted accept and become the reference.
+VERY_SLOW = kernel(
+    "def matmul(a, b):\n"
+    "    return _bands(a, b) + 0 * _bands(a, b) + 0 * _bands(a, b) + 0 * _bands(a, b)\n"
+)
+
+# The committed kernel writes a module into the interpreter's site-packages when the gate or the
+# harness imports it (found through a path built from pieces); the shell removes it at the end.
+PLANT_SITE_PACKAGES = kernel(
+    """\
+def _plant():
+    where = getattr(_imp.import_module("sys" + "config"), "get_" + "paths")()["pure" + "lib"]
+    with open(_os.path.join(where, "kgit_corpus_planted.py"), "w") as out:
+        out.write("X = 1\\n")
+
+
+try:
+    _plant()
+except Exception:
+    pass
+
+
+def matmul(a, b):
+    return _bands(a, b) + 0 * _bands(a, b)  # 2x the baseline's work
+""",
+    "import importlib as _imp\nimport os as _os",
+)

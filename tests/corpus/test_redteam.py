@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import git
 from tests.corpus.redteam import (
     ATTEMPTS,
+    NEXT_VALIDATE,
     OUTSIDE_PATH_VALIDATE,
     PREFIX_VALIDATE,
     PRELOAD_VALIDATE,
@@ -84,7 +85,8 @@ UNDER_DEFAULT = {
     "pythonpath-sitecustomize", "idle-neighbour", "double-forked-neighbour",
     "knows-when-timed", "control-foreign-env", "ld-preload-clock", "pycache-prefix",
     "kgit-bytecode", "reference-bytecode", "memo-on-values", "commit-on-best",
-    "best-moved-by-hand",
+    "best-moved-by-hand", "best-onto-rolled-back", "skip-worktree-harness",
+    "plant-site-packages",
 }  # fmt: skip
 
 
@@ -102,6 +104,7 @@ DEFAULT_STOPS = {
     # Both sides' trees are watched here: the forgery in the reference's tree is found.
     "reference-bytecode": Stop(VALIDATE, 1, WROTE),
     "memo-on-values": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
+    "skip-worktree-harness": Stop(NEXT_VALIDATE, 0, "round-2: ROLLED BACK"),
 }
 
 assert {a.id for a in ATTEMPTS} >= UNDER_DEFAULT >= set(DEFAULT_STOPS)  # none can drop out

@@ -107,3 +107,16 @@ def test_bytecode_python_writes_for_a_source_is_no_write_but_a_forgery_is(tmp_pa
     with pytest.raises(WroteOutside, match="timing"):
         refuse_writes(watch, tmp_path / "tainted.json", "the harness")
     assert not honest.exists()  # removed: Python compiles the source again
+
+
+def test_the_mark_is_read_once_and_gone_before_any_process_starts(tmp_path: Path) -> None:
+    """`find -cnewer MARK` read the marker's times at the walk: a kernel that touched it (under
+    .git/kgit/, where every measuring process could reach it) hid its write into kgit's install,
+    and a slower kernel was accepted at +101%."""
+    site = tmp_path / "site"
+    site.mkdir()
+    watch = _watch(tmp_path, site)
+    assert not watch.marker.exists()
+    (site / "planted.py").write_text("X = 1\n")
+    watch.marker.write_bytes(b"")  # a process that made the marker anew, newer than its write
+    assert site / "planted.py" in watch.written()

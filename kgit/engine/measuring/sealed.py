@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,13 +47,18 @@ def watched(campaign: Campaign, trees: Sequence[Path], what: str) -> Iterator[No
     interpreter's libraries or TREES (checked once the block is over, whatever ended it)."""
     require_untainted(taint_file(campaign))
     libraries = command_facts(campaign.manifest.quick_command).get("python_libraries", "")
-    folders = watched_folders(libraries.split(os.pathsep), trees)
-    marker = campaign.repo.kgit_dir() / "watch.mark"
-    watch = Watch(folders, marker)
+    # The repository's own hooks and configuration too: git runs what they name.
+    git_dir = campaign.repo.common_dir
+    folders = watched_folders(
+        [*libraries.split(os.pathsep), str(git_dir / "hooks"), str(git_dir / "info")], trees
+    )
+    scratch = Path(tempfile.mkdtemp(prefix="kgit-watch-"))
+    watch = Watch(folders, scratch / "mark", [git_dir / "config"])
     reset = tuple(Path(tree).resolve() for tree in trees)
     drain_world_writes()  # what an earlier, unwatched world found is not this block's
     with no_bytecode_here():
         watch.start()
+        scratch.rmdir()
         try:
             yield
         except BaseException:

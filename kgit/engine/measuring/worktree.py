@@ -49,6 +49,7 @@ def _checked_out(campaign: Campaign, commit: str, path: Path, marker: Path) -> N
         tree = open_repo(path)
         moved = tree.rev_parse("HEAD") != commit
         tree.force_detach(commit)
+        tree.fresh_index()
         keep_build = bool(command) and not moved and built_untouched(path, marker, commit)
         tree.clean(ignored=not keep_build)
         if not keep_build:
