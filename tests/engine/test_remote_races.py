@@ -134,14 +134,20 @@ def test_accept_refuses_when_the_best_line_moved_under_the_round(campaign: Path)
     git(repo, "update-ref", "refs/heads/kgit/c1/best", other, parent)
     refused = kgit_in(repo, "round", "accept")
     assert refused.code == 1, refused
-    assert f"started from {parent[:10]}, but the best line is now at {other[:10]}" in refused.err
-    assert f"git rebase --onto kgit/c1/best {parent[:10]}" in refused.err
+    # No accept put the best line there: it is refused as moved outside kgit (issue 35), with
+    # the command line that puts it back, before any stale-base question.
+    assert f"was moved outside kgit: it is at {other[:10]}" in refused.err
+    assert f"the record puts it at {parent[:10]}" in refused.err
+    assert f"git update-ref refs/heads/kgit/c1/best {parent} {other}" in refused.err
     assert git(repo, "rev-parse", "kgit/c1/best") == other
 
-    # The hinted way: rebase, validate (gates and measures against the best as it is), accept.
-    git(repo, "rebase", "-q", "--onto", "kgit/c1/best", parent)
-    assert kgit_in(repo, "-q", "round", "validate").code == 0
+    # The hinted way: the best line put back where the record says (the other commit kept on
+    # a branch of its own), then the round's accept goes through.
+    restore = f"git branch kgit-moved-{other[:10]} {other} && git update-ref"
+    assert restore in refused.err
+    git(repo, "branch", f"kgit-moved-{other[:10]}", other)
+    git(repo, "update-ref", "refs/heads/kgit/c1/best", parent, other)
     done = kgit_in(repo, "round", "accept", "--json")
     assert done.code == 0, done
-    assert git(repo, "rev-parse", "kgit/c1/best~1") == other
+    assert git(repo, "rev-parse", "kgit/c1/best~1") == parent
     assert [r["status"] for r in log(repo) if r["round"] == number] == ["ACCEPTED"]
