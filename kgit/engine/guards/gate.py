@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.measuring.sealed import gate_env, gate_lib, watched
+from kgit.engine.measuring.sealed import gate_lib, run_in_gate_world, watched
 from kgit.engine.measuring.worktree import measuring_tree
 from kgit.engine.measuring.world import unpassed_hint
-from kgit.engine.runner import CommandResult, run_command
+from kgit.engine.runner import CommandResult
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.judge.gate_reads import GateReads, gate_reads
@@ -42,16 +42,8 @@ def run_tests(
     command = campaign.manifest.test_command
     say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
     folder = checkout or campaign.repo.root
-    env = gate_env(campaign, folder)
-    with watched(campaign, gate_lib(), "the gate"), phase("gate"):
-        result = run_command(
-            command,
-            folder,
-            campaign.manifest.timeout_s,
-            tether=campaign.repo.common_dir,
-            echo=echo,
-            env=env,
-        )
+    with watched(campaign, gate_lib(folder), "the gate"), phase("gate"):
+        result = run_in_gate_world(campaign, command, folder, echo=echo)
     if not result.ok:
         unpassed = unpassed_hint(campaign.manifest.env)
         if unpassed:

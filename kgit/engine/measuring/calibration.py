@@ -18,7 +18,7 @@ from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, 
 from kgit.engine.measuring.target import Calibrated, Pick
 from kgit.engine.measuring.worktree import measuring_tree
 from kgit.judge.stats import Pair, calibrate_floors, group_biases, pairs_of, side_means
-from kgit.progress import Say, warn
+from kgit.progress import Say, phase, warn
 from kgit.records.evidence import RESIDENT_MODE, Evidence
 
 
@@ -94,7 +94,8 @@ def _calibrated(
             if index + 1 < processes and _on_a_gpu(first):  # start-up overlaps the quads
                 upcoming = _held_pair(campaign, trees, (shapes, frozen), block_ms, echo=echo)
             evidence = Evidence(manifest.decision_policy, mode, "", commit, labels)
-            sample_pairs(campaign, (a, b), shapes, None, evidence, say, pairs_wanted=each)
+            with phase("quads"):
+                sample_pairs(campaign, (a, b), shapes, None, evidence, say, pairs_wanted=each)
             groups.append(pairs_of(evidence.pairs))
         seconds = time.monotonic() - start
     finally:

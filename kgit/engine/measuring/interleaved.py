@@ -83,7 +83,8 @@ def measure_interleaved(
             outcome.evidence.pairs.append(
                 {"a": dict(a.first.score.values), "b": dict(b.first.score.values)}
             )
-        failing = sample_pairs(campaign, (a, b), shapes, standard, outcome.evidence, say)
+        with phase("quads"):
+            failing = sample_pairs(campaign, (a, b), shapes, standard, outcome.evidence, say)
         require_pristine(reference_tree, "reference")
         require_pristine(path, "candidate")
     finally:
@@ -163,23 +164,6 @@ def require_reference_passes(first: Measurement) -> None:
 
 
 def sample_pairs(
-    campaign: Campaign,
-    sides: tuple[Side, Side],
-    shapes: list[dict[str, Any]],
-    standard: Standard | None,
-    evidence: Evidence,
-    say: Say,
-    *,
-    pairs_wanted: int | None = None,
-) -> list[str]:
-    """`_sample_pairs`, its time counted to the command's quads."""
-    with phase("quads"):
-        return _sample_pairs(
-            campaign, sides, shapes, standard, evidence, say, pairs_wanted=pairs_wanted
-        )
-
-
-def _sample_pairs(
     campaign: Campaign,
     sides: tuple[Side, Side],
     shapes: list[dict[str, Any]],

@@ -30,6 +30,7 @@ from kgit.engine.measuring.world import (
     require_no_shadow,
     sealed_env,
 )
+from kgit.engine.runner import CommandResult, run_command
 from kgit.progress import Say, phase
 from kgit.records.protocol import RUN_ENV
 
@@ -88,28 +89,47 @@ def world_facts(world: World) -> dict[str, str]:
     return {"environment": recorded_env(world.env), "kgit_measuring": world.digest}
 
 
-_gate_world: list[World] = []
+_gate_worlds: list[World] = []
 
 
-def gate_lib() -> list[Path]:
-    """The gate runs' copy of kgit's code, once made (watched while a gate runs)."""
-    return [world.lib for world in _gate_world]
+def _gate_world(tree: Path) -> World:
+    """One world for all of this kgit process's gate runs in TREE and elsewhere, removed when
+    it exits (a tree whose root would shadow kgit is refused, as for the harness)."""
+    require_no_shadow(tree)
+    if not _gate_worlds:
+        world = open_world(tree, {})
+        atexit.register(world.close)
+        _gate_worlds.append(world)
+    return _gate_worlds[0]
+
+
+def gate_lib(tree: Path) -> list[Path]:
+    """The gate runs' copy of kgit's code, made before a watch over it starts."""
+    return [_gate_world(tree).lib]
 
 
 def gate_env(campaign: Campaign, tree: Path) -> dict[str, str]:
-    """The environment of a gate run (the test command, the audit's runs) in TREE: one world
-    for all of this kgit process's gate runs, removed when it exits."""
-    require_no_shadow(tree)
-    if not _gate_world:
-        world = open_world(tree, {})
-        atexit.register(world.close)
-        _gate_world.append(world)
-    env = sealed_env(_gate_world[0], tree, campaign.manifest.env, _kgit_knobs())
+    """The environment of a gate run (the test command, the audit's runs) in TREE."""
+    env = sealed_env(_gate_world(tree), tree, campaign.manifest.env, _kgit_knobs())
     # No .pytest_cache left in the tree: a gate's run writes nothing a later pass could read.
     env["PYTEST_ADDOPTS"] = " ".join(
         filter(None, [env.get("PYTEST_ADDOPTS"), "-p no:cacheprovider"])
     )
     return env
+
+
+def run_in_gate_world(
+    campaign: Campaign, command: str, folder: Path, *, echo: bool
+) -> CommandResult:
+    """COMMAND (the gate's tests, the rebuild step) in FOLDER, in the gate's world."""
+    return run_command(
+        command,
+        folder,
+        campaign.manifest.timeout_s,
+        tether=campaign.repo.common_dir,
+        echo=echo,
+        env=gate_env(campaign, folder),
+    )
 
 
 def _kgit_knobs() -> dict[str, str]:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.passes import HarnessError
-from kgit.engine.measuring.sealed import gate_env
+from kgit.engine.measuring.sealed import run_in_gate_world
 from kgit.engine.measuring.watch import changed_under
-from kgit.engine.runner import run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.progress import Say, phase
@@ -64,14 +63,7 @@ def _rebuild(campaign: Campaign, side: str, path: Path, say: Say, *, echo: bool)
     say(f"rebuild ({side} work tree): `{command}`")
     # In the gate's world (kgit/engine/measuring/world.py): a loader shim in the caller's shell
     # could otherwise build each side's binary differently.
-    result = run_command(
-        command,
-        path,
-        campaign.manifest.timeout_s,
-        tether=campaign.repo.common_dir,
-        echo=echo,
-        env=gate_env(campaign, path),
-    )
+    result = run_in_gate_world(campaign, command, path, echo=echo)
     if not result.ok:
         raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
 
