@@ -30,6 +30,9 @@ from tests.corpus.redteam import (
 # Every attempt is a whole round through the CLI on copies of two baselined campaigns (~7 min):
 # the full suite runs it, the quick one (`pytest -m "not slow"`) leaves it out.
 pytestmark = pytest.mark.slow
+# `plant-site-packages` and `fake-find-on-path` write a module into the interpreter's
+# site-packages, which every measurement running beside them would find: the full suite runs
+# serially (`.ci/run`); do not give this file to `-n`.
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +89,7 @@ UNDER_DEFAULT = {
     "knows-when-timed", "control-foreign-env", "ld-preload-clock", "pycache-prefix",
     "kgit-bytecode", "reference-bytecode", "memo-on-values", "commit-on-best",
     "best-moved-by-hand", "best-onto-rolled-back", "skip-worktree-harness",
-    "plant-site-packages",
+    "plant-site-packages", "fake-find-on-path",
 }  # fmt: skip
 
 

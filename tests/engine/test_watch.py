@@ -4,6 +4,7 @@ it changes again; a write into a world's copy of kgit's code is found when the w
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def test_a_write_after_the_mark_is_found_and_one_before_is_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find: bool
 ) -> None:
     if not find:  # a machine without find(1): kgit walks the folders itself
-        monkeypatch.setattr("kgit.engine.measuring.watch.shutil.which", lambda _: None)
+        monkeypatch.setattr("kgit.engine.measuring.watch.shutil.which", lambda *_, **__: None)
     site = tmp_path / "site"
     (site / "pkg" / "__pycache__").mkdir(parents=True)
     (site / "pkg" / "old.py").write_text("x = 1\n")
@@ -51,6 +52,28 @@ def test_a_write_after_the_mark_is_found_and_one_before_is_not(
     (site / "pkg" / "mod.py").write_text("x = 1\n")  # reinstalled
     require_untainted(taint)
     assert not taint.exists()
+
+
+@pytest.mark.parametrize("where", ["caller-path", "system-path"])
+def test_a_find_that_prints_nothing_does_not_blind_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A `find` first on the caller's PATH is never run; one kgit does run (from the system's
+    folders) must report the canary written after the mark, or kgit walks the folders itself."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "find"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    if where == "caller-path":
+        monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    else:
+        monkeypatch.setattr("kgit.engine.measuring.watch._SYSTEM_PATH", str(bin_dir))
+    site = tmp_path / "site"
+    site.mkdir()
+    watch = _watch(tmp_path, site)
+    (site / "planted.py").write_text("x = 1\n")
+    assert site / "planted.py" in watch.written()
 
 
 def test_writes_into_a_measuring_tree_are_refused_but_not_remembered(tmp_path: Path) -> None:

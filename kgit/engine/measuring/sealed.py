@@ -59,7 +59,6 @@ def watched(campaign: Campaign, trees: Sequence[Path], what: str) -> Iterator[No
     drain_world_writes()  # what an earlier, unwatched world found is not this block's
     with no_bytecode_here():
         watch.start()
-        scratch.rmdir()
         try:
             yield
         except BaseException:

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from kgit.resources import package_home
 # least this long after the mark, so that whatever they write lands on a later tick.
 _SETTLE_S = 0.02
 _SHOWN = 6
+_SYSTEM_PATH = "/usr/bin:/bin"
 
 
 class WroteOutside(KgitError):
@@ -49,23 +50,34 @@ class Watch:
     """Folders no measuring process may write, and the change time before processes started."""
 
     folders: list[Path]
-    marker: Path  # a file in a folder of kgit's own, read once, at `start`
+    marker: Path  # a file in a folder of kgit's own, read once, at `start`; its folder holds
+    # the canary until `written`, then goes
     files: list[Path] = field(default_factory=list)  # watched one by one (a repository's config)
     since_ns: int = 0
 
     def start(self) -> None:
-        """Mark now on the file system's own clock, then let that clock move on."""
+        """Mark now on the file system's own clock, then let that clock move on; then write the
+        canary a walk must find (a `find` that answers without it is not trusted)."""
         self.marker.write_bytes(b"")
         self.since_ns = self.marker.stat().st_ctime_ns
         self.marker.unlink()
         time.sleep(_SETTLE_S)
+        self._canary.write_bytes(b"")
+
+    @property
+    def _canary(self) -> Path:
+        return self.marker.with_name(self.marker.name + ".canary")
 
     def written(self) -> list[Path]:
         """Every file or folder under the watched folders, and every watched file, changed
         since `start` (the time `start` read: the marker itself is never read again)."""
-        found = _found_by_find(self.folders, self.since_ns)
-        if found is None:
+        found = _found_by_find([*self.folders, self._canary], self.since_ns)
+        if found is None or self._canary not in found:
             found = [p for folder in self.folders for p in changed_under(folder, self.since_ns)]
+        found = [p for p in found if p != self._canary]
+        self._canary.unlink(missing_ok=True)
+        with suppress(OSError):
+            self.marker.parent.rmdir()  # the folder of kgit's own, when the watch made it
         return found + [p for p in self.files if _changed(p, self.since_ns)]
 
 
@@ -81,8 +93,10 @@ def _found_by_find(folders: list[Path], since_ns: int) -> list[Path] | None:
     40,000 files of kgit, a CPU torch and the standard library. TIME is the one `start` read,
     never a file's times read again: a measuring process that touched the marker made such a
     walk blind (a kernel's write into kgit's install, then the marker touched, was accepted).
-    None where there is no GNU find."""
-    program = shutil.which("find")
+    None where there is no GNU find. The program comes from the system's own folders, never from
+    the caller's PATH: a `find` that printed nothing, first on the PATH of a `git commit`, made
+    the commit hook's walk blind (a kernel that wrote into site-packages passed the gate)."""
+    program = shutil.which("find", path=_SYSTEM_PATH)
     if program is None or not folders:
         return None
     stamp = f"@{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}"
