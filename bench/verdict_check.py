@@ -100,6 +100,7 @@ class Campaign:
         self.source = (root / kernel.kernel_file).read_text()
         self.name = ""
         self.planted: dict[str, int] = {}
+        self.baseline_phases: dict[str, dict[str, float]] = {}
 
     def write_kernel(self, planted: dict[str, int], comment: str = "") -> None:
         name, key = OP_FUNCTION[self.kernel.op]
@@ -140,7 +141,14 @@ class Campaign:
         kgit(self.root, "init", name, "-m", str(manifest))
         start = time.monotonic()
         result = kgit(self.root, "-c", name, "-q", "baseline", "--json")
-        return time.monotonic() - start if result.returncode == 0 else float("nan")
+        seconds = time.monotonic() - start
+        if result.returncode != 0:
+            print(f"baseline {name} failed:\n{(result.stdout + result.stderr)[-2000:]}", flush=True)
+            return float("nan")
+        phases = json.loads(result.stdout).get("phases", {})
+        print(f"baseline {name} ({policy}): {seconds:.1f} s; phases {phases}", flush=True)
+        self.baseline_phases[policy] = phases
+        return seconds
 
     def times_ms(self) -> dict[str, float]:
         """Per shape, the time the primary metric is computed from, from the baseline's CSV."""
@@ -477,6 +485,7 @@ def main() -> int:
         if args.slow_shapes
         else [slowed]
     )
+    sh("git", "checkout", "-q", "main", cwd=root)  # a best line moves only through kgit
     camp.write_kernel(planted)
     sh("git", "commit", "-qam", f"planted {args.pct}% delays", cwd=root)
     baseline_s = camp.start("verdicts", "interleaved", representative, args.gate, args.audit)
