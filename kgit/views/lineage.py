@@ -176,7 +176,8 @@ def github_table(headers: list[str], rows: list[list[str]]) -> str:
 # baseline read 2214 (four shapes) and its accepted round 2025 (three), at +9.350%.
 SHAPES_LEGEND = (
     "first pass: geomean of the round's first pass over its shapes, all target shapes (full) or "
-    "the representative ones (quick); the two do not compare."
+    "the representative ones (quick); the two do not compare. A '(first pass)' change compares "
+    "the shapes both rounds measured."
 )
 # Under the log whenever a change comes from pairs (kgit/judge/figures.py defines each figure).
 CHANGES_LEGEND = (
