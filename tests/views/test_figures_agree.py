@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kgit.views.numbers import change
-from tests.conftest import Built, baselined, commit, run_kgit
+from tests.conftest import Built, baselined, commit, git, run_kgit
 
 POLICY = """\
 decision_policy: interleaved
@@ -144,3 +144,15 @@ def test_a_figure_is_spelled_one_way() -> None:
     assert change(None) == "-"
     baseline = {"pct": 0.0, "low": None, "high": None, "basis": "paired", "chain": []}
     assert change(baseline) == "+0.000%"  # the baseline against itself
+
+
+def test_plain_git_log_shows_the_changes_the_views_show(paired: Path) -> None:
+    """The summary under each round commit in `git log` (written as kgit records the round)."""
+    rows = {r["round"]: r for r in _json("log")}
+    for number in (2, 3, 4):
+        row = rows[number]
+        text = git(paired, "log", "-1", "--notes=kgit/c1/log", "--format=%N", row["commit"])
+        versus = (
+            f"{row['vs_best']['pct']:+.2f}% vs best, {row['vs_baseline']['pct']:+.2f}% vs baseline"
+        )
+        assert versus in text, text
