@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from kgit.engine.note_cache import NoteCache
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import RefsMoved, Repo
+from kgit.judge.figures import Figures
 from kgit.records.lognote import log_summary
 from kgit.records.manifest import Manifest, manifest_from_stored
 from kgit.records.names import (
@@ -297,8 +298,14 @@ class Campaign:
         self.save(f"round-{note.round} note", notes=[self.round_note(commit, note)])
 
     def round_note(self, commit: str, note: RoundNote) -> NoteWrite:
-        """The round note and, written with it, its summary that `git log` displays."""
-        summary = self.repo.write_blob(log_summary(note).encode())
+        """The round note and, written with it, its summary that `git log` displays, with the
+        changes every view shows (vs baseline chains the recorded rounds' pairs)."""
+        pcts = None
+        if note.status != BASELINE:  # the baseline's summary has no change (nor a record yet)
+            figures = Figures([*self.all_rounds(with_shapes=False), (commit, note)])
+            changes = (figures.vs_best(note), figures.vs_baseline(note))
+            pcts = (changes[0].pct if changes[0] else None, changes[1].pct if changes[1] else None)
+        summary = self.repo.write_blob(log_summary(note, pcts).encode())
         return NoteWrite("rounds", commit, self.repo.write_blob(note.to_text().encode()), summary)
 
     def read_round(self, commit: str) -> RoundNote | None:

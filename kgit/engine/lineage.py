@@ -10,10 +10,13 @@ from typing import Any
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards.seal import drifts
 from kgit.engine.note_cache import write_cache
+from kgit.judge.figures import FIRST_PASS, Figure, Figures, figure_dict
 from kgit.judge.scoring import pct
 from kgit.records.notes import BASELINE, ROLLED_BACK, UNRECORDED, RoundNote
 
-ROWS_VERSION = 2  # 2: each row says the baseline figure its "vs baseline" is against
+# 2: each row says the baseline figure its "vs baseline" is against; 3: the changes as
+# kgit/judge/figures.py defines them (paired where pairs exist, with their interval)
+ROWS_VERSION = 3
 
 
 def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
@@ -21,24 +24,25 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
     round's note on the notes ref differs from that record (changed or missing)."""
     baseline = rounds[0][1] if rounds and rounds[0][1].status == BASELINE else None
     drifted = {d.target: d.how for d in drifts(campaign, ["rounds"]) if d.how != UNRECORDED}
+    figures = Figures(rounds)
     rows = []
     for commit, note in rounds:
-        vs_base = note.delta_vs_baseline_pct
+        vs_best, vs_base = figures.vs_best(note), figures.vs_baseline(note)
         # Older notes carry no delta: derived from the aggregates only over the same shapes.
-        if vs_base is None and baseline and note.aggregate and baseline.aggregate:
-            if note is baseline:
-                vs_base = 0.0
-            elif note.level == baseline.level:
-                vs_base = pct(note.aggregate, baseline.aggregate)
+        base = baseline.aggregate if baseline and note.level == baseline.level else None
+        if vs_base is None and note.aggregate and base:
+            vs_base = Figure(pct(note.aggregate, base), FIRST_PASS)
         rows.append(
             {
                 "round": note.round,
                 "status": note.status,
                 "hypothesis": note.hypothesis,
                 "aggregate": note.aggregate,
-                "delta_vs_baseline_pct": vs_base,
+                "vs_baseline": figure_dict(vs_base),
+                "delta_vs_baseline_pct": vs_base.pct if vs_base else None,
                 "baseline_aggregate": note.baseline_aggregate,
-                "delta_vs_best_pct": note.delta_vs_best_pct,
+                "vs_best": figure_dict(vs_best),
+                "delta_vs_best_pct": vs_best.pct if vs_best else None,
                 "level": note.level,
                 "commit": commit,
                 "decided_at": note.decided_at,
@@ -56,8 +60,10 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[di
                 "status": ROLLED_BACK,
                 "hypothesis": lost["hypothesis"],
                 "aggregate": None,
+                "vs_baseline": None,
                 "delta_vs_baseline_pct": None,
                 "baseline_aggregate": None,
+                "vs_best": None,
                 "delta_vs_best_pct": None,
                 "level": None,
                 "commit": None,

@@ -12,9 +12,9 @@ from kgit.gitdoor import Repo
 from kgit.records.notes import NOTE_VERSION, RoundNote
 
 # Fields a listing of rounds (status, log) does not read: kept out of the light cache file.
+# Of the statistics a listing reads the aggregate's estimate only (its change, kgit/judge/figures.py).
 _HEAVY_FIELDS = (
     "shapes",
-    "statistics",
     "environment",
     "hashes",
     "diagnostics",
@@ -36,7 +36,8 @@ class NoteCache:
     def __init__(self, repo: Repo, campaign: str) -> None:
         folder = repo.kgit_dir() / "cache"
         self.full = folder / f"round-notes-{campaign}.json"
-        self.light = folder / f"round-notes-{campaign}.light.json"
+        # light2: with the aggregate's estimate (a light file without it would read as unpaired)
+        self.light = folder / f"round-notes-{campaign}.light2.json"
         self.repo = repo
 
     @staticmethod
@@ -63,10 +64,7 @@ class NoteCache:
         for blob, text in self.repo.read_blobs(missing).items():
             full[blob] = RoundNote.from_text(text).to_dict()
         full = {blob: full[blob] for blob in wanted}
-        light = {
-            blob: {k: v for k, v in note.items() if k not in _HEAVY_FIELDS}
-            for blob, note in full.items()
-        }
+        light = {blob: _light(note) for blob, note in full.items()}
         self._store(self.full, full)
         self._store(self.light, light)
         return full
@@ -74,6 +72,13 @@ class NoteCache:
     @staticmethod
     def _store(path: Path, notes: dict[str, Any]) -> None:
         write_cache(path, {"v": NOTE_VERSION, "notes": notes})
+
+
+def _light(note: dict[str, Any]) -> dict[str, Any]:
+    light = {k: v for k, v in note.items() if k not in _HEAVY_FIELDS}
+    aggregate = (note.get("statistics") or {}).get("aggregate")
+    light["statistics"] = {"aggregate": aggregate} if aggregate else {}
+    return light
 
 
 def write_cache(path: Path, data: Any) -> None:

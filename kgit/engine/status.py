@@ -41,6 +41,7 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
             "commit": best_tip,
             "round": best_row["round"] if best_row else None,
             "aggregate": best_row["aggregate"] if best_row else None,
+            "vs_baseline": best_row["vs_baseline"] if best_row else None,
         },
         "baseline_aggregate": recorded[0]["aggregate"] if recorded else None,
         "rounds_recorded": len(statuses),

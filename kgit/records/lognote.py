@@ -38,9 +38,10 @@ def _worst(note: RoundNote) -> str | None:
     return f"worst {label} {_pct(delta)}"
 
 
-def _figures(note: RoundNote) -> str | None:
-    """The metric against the best line and the baseline, and the worst shape; the level and
-    shape count give way first when the line is too long."""
+def _figures(note: RoundNote, changes: tuple[float | None, float | None] | None) -> str | None:
+    """The metric against the best line and the baseline (CHANGES: the round's changes vs best
+    and vs baseline as every view shows them, else the note's own), and the worst shape; the
+    level and shape count give way first when the line is too long."""
     worst = _worst(note)
     if note.aggregate is None:
         return worst
@@ -48,7 +49,8 @@ def _figures(note: RoundNote) -> str | None:
     if note.status == BASELINE:
         versus = "the baseline"
     else:
-        versus = f"{_pct(note.delta_vs_best_pct)} vs best, {_pct(note.delta_vs_baseline_pct)} vs baseline"
+        vs_best, vs_base = changes or (note.delta_vs_best_pct, note.delta_vs_baseline_pct)
+        versus = f"{_pct(vs_best)} vs best, {_pct(vs_base)} vs baseline"
         versus += f"; {worst}" if worst else ""
     level = f" ({note.level}, {len(note.shapes)} shapes)" if note.shapes else ""
     full = f"{head}{level}: {versus}"
@@ -65,13 +67,15 @@ def _said(note: RoundNote) -> str | None:
     return "; ".join(said) or None
 
 
-def log_summary(note: RoundNote) -> str:
-    """NOTE in at most MAX_LINES lines of at most WIDTH characters, for `git log`."""
+def log_summary(note: RoundNote, changes: tuple[float | None, float | None] | None = None) -> str:
+    """NOTE in at most MAX_LINES lines of at most WIDTH characters, for `git log`; CHANGES: its
+    changes vs best and vs baseline in percent (kgit/judge/figures.py), computed by the caller
+    from the whole record (a chained vs baseline needs the earlier rounds)."""
     lines = [
         f"kgit {note.campaign} round-{note.round}: {note.status} "
         f"(full record: git log --notes=kgit/{note.campaign}/rounds)"
     ]
-    lines += [figures] if (figures := _figures(note)) else []
+    lines += [figures] if (figures := _figures(note, changes)) else []
     if note.reasons and note.status != BASELINE:
         more = f" (+{len(note.reasons) - 1} more)" if len(note.reasons) > 1 else ""
         lines.append(f"why: {note.reasons[0]}{more}")

@@ -8,10 +8,17 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kgit.views.lineage import github_table
-from kgit.views.numbers import num, percent, signed
+from kgit.views.numbers import change, num, percent, signed
 
 if TYPE_CHECKING:
     from kgit.records.reader import RecordReader
+
+
+def _gain(data: dict[str, Any], key: str = "gain_pct") -> str:
+    """The change finish measured, spelled as every view spells a change (kgit/views/numbers.py);
+    a finish recorded before `vs_baseline` has its bare percentage."""
+    found = data.get("vs_baseline")
+    return change(found) if found else signed(data[key])
 
 
 def render_final_report(data: dict[str, Any]) -> str:
@@ -24,13 +31,13 @@ def render_final_report(data: dict[str, Any]) -> str:
         + f"; metric {target['metric']}.",
         "",
         f"**Result:** {num(data['aggregate'])} vs baseline {num(data['baseline_aggregate'])}"
-        f" ({signed(data['gain_pct'])}), full validation on {len(data['shapes'])} shape(s).",
+        f" ({_gain(data)}), full validation on {len(data['shapes'])} shape(s).",
         "",
     ]
     if data["shapes"]:
         with_peak = any(s.get("pct_of_peak") is not None for s in data["shapes"])
         rows = [
-            [s["label"], num(s["baseline"]), num(s["final"]), signed(s["delta_pct"])]
+            [s["label"], num(s["baseline"]), num(s["final"]), _gain(s, "delta_pct")]
             + ([percent(s.get("pct_of_peak"))] if with_peak else [])
             for s in data["shapes"]
         ]
@@ -93,7 +100,7 @@ def render_finish(result: dict[str, Any]) -> str:
     lines = [
         f"campaign {result['campaign']} finished: {result['target']['metric']} "
         f"{num(result['aggregate'])} vs baseline {num(result['baseline_aggregate'])} "
-        f"({signed(result['gain_pct'])}) on all {len(result['shapes'])} shapes",
+        f"({_gain(result)}) on all {len(result['shapes'])} shapes",
         f"test suite passed: `{result['suite']['command']}`",
         result["independent_of_notes"],
         f"final branch {branch} at {result['final_commit'][:10]}: "

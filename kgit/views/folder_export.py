@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.errors import UsageError
+from kgit.judge.figures import Figures
 from kgit.judge.trend import memory_bound
 from kgit.records.campaign_folder import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.names import HARNESS_DIR
@@ -22,7 +23,7 @@ from kgit.records.notes import RoundNote
 from kgit.records.reader import RecordReader
 from kgit.views.document import Document, to_markdown
 from kgit.views.numbers import num, signed
-from kgit.views.record import RoundView, load_rounds
+from kgit.views.record import RoundView, figures_of, load_rounds
 from kgit.views.report import trend_blocks
 from kgit.views.summary import peak_pcts, summary_blocks, summary_data
 from kgit.views.trend import rule9, trend_rows
@@ -99,8 +100,8 @@ def _front_matter(view: RoundView, campaign: RecordReader) -> dict[str, Any]:
     }
 
 
-def summary_file(view: RoundView, campaign: RecordReader) -> str:
-    summary = summary_data(view, peak_pcts(campaign, view))
+def summary_file(view: RoundView, campaign: RecordReader, figures: Figures) -> str:
+    summary = summary_data(view, figures, peak_pcts(campaign, view))
     body = to_markdown(Document(summary_blocks(summary, 1, with_commit=False)))
     return f"---\n{_yaml(_front_matter(view, campaign))}---\n\n{body}"
 
@@ -162,13 +163,14 @@ def export_files(campaign: RecordReader) -> dict[str, bytes]:
     for view in views:  # render from the note as stored in summary.md (floats to 6 digits)
         if view.note is not None:
             view.note = RoundNote.from_text(view.note.to_text())
+    figures = figures_of(views)
     files = {"manifest.yaml": _yaml(folder_manifest(campaign)).encode()}
     files.update(_harness_files(campaign))
     files["logs/optimize.md"] = optimize_log(campaign, views).encode()
     files["logs/performance_trend.md"] = trend_file(campaign, views).encode()
     for view in views:
         folder = f"rounds/round-{view.number}"
-        files[f"{folder}/summary.md"] = summary_file(view, campaign).encode()
+        files[f"{folder}/summary.md"] = summary_file(view, campaign, figures).encode()
         if view.csv is not None:
             files[f"{folder}/artifacts/benchmark.csv"] = view.csv
     files.update(_snapshots(campaign, views))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.judge.figures import PAIRED
 from kgit.judge.scoring import pct
 from kgit.records.notes import ACCEPT, BASELINE, CHANGED, ROLLBACK
 from kgit.records.reader import RecordReader
-from kgit.views.numbers import num, signed
+from kgit.views.numbers import change, num
 
 
 def render_status(data: dict[str, Any]) -> str:
@@ -19,7 +20,12 @@ def render_status(data: dict[str, Any]) -> str:
         + (f", {target['gpu']}" if target["gpu"] else "")
         + f"; metric {target['metric']})",
         f"best      {best['ref'].removeprefix('refs/heads/')} at {best['commit'][:10]}"
-        + (f", round-{best['round']}, aggregate {num(best['aggregate'])}" if best["round"] else ""),
+        + (
+            f", round-{best['round']}, first pass {num(best['aggregate'])}, "
+            f"{change(best.get('vs_baseline'))} vs baseline"
+            if best["round"]
+            else ""
+        ),
         f"rounds    {data['rounds_recorded']} recorded: {data['accepted']} accepted, "
         f"{data['rolled_back']} rolled back; next is round-{data['next_round']} "
         f"(max_iterations {data['max_iterations']})",
@@ -169,9 +175,15 @@ def github_table(headers: list[str], rows: list[list[str]]) -> str:
 # Under the log when full and quick aggregates sit in one column: on an H200 the RMSNorm demo's
 # baseline read 2214 (four shapes) and its accepted round 2025 (three), at +9.350%.
 SHAPES_LEGEND = (
-    "aggregate: geomean over the round's shapes, all target shapes (full) or the representative "
-    "ones (quick); the two do not compare. 'vs baseline' and 'vs best' compare the shapes both "
-    "rounds measured."
+    "first pass: geomean of the round's first pass over its shapes, all target shapes (full) or "
+    "the representative ones (quick); the two do not compare. A '(first pass)' change compares "
+    "the shapes both rounds measured."
+)
+# Under the log whenever a change comes from pairs (kgit/judge/figures.py defines each figure).
+CHANGES_LEGEND = (
+    "'vs best' and 'vs baseline': the A/B pairs' estimate with its confidence interval (chained: "
+    "multiplied along the accepted rounds back to the baseline, intervals added in quadrature); "
+    "'(first pass)': no pairs, the first pass on the shapes both rounds measured."
 )
 
 
@@ -200,6 +212,8 @@ def _baseline_figures(rows: list[dict[str, Any]]) -> str:
         vs, figure = row["delta_vs_baseline_pct"], row.get("baseline_aggregate")
         if row is base or vs is None or not row["aggregate"] or not figure:
             continue
+        if (row.get("vs_baseline") or {}).get("basis") == PAIRED:
+            continue  # the pairs' figure, against no aggregate
         if base is not None and abs(pct(row["aggregate"], base["aggregate"]) - vs) < 0.0005:
             continue  # the table's own figures give it
         groups.setdefault(num(figure), []).append(row["round"])
@@ -220,19 +234,21 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
             (r["commit"] or "(no commit)")[:11],
             num(r["aggregate"]),
             r["level"] or "-",
-            signed(r["delta_vs_baseline_pct"]),
-            signed(r["delta_vs_best_pct"]),
+            change(r.get("vs_baseline")),
+            change(r.get("vs_best")),
             r["hypothesis"][:60],
         ]
         for r in rows
     ]
-    headers = ["round", "status", "commit", "aggregate", "shapes", "vs baseline", "vs best",
+    headers = ["round", "status", "commit", "first pass", "shapes", "vs baseline", "vs best",
                "hypothesis"]  # fmt: skip
     text = github_table(headers, table)
     if not rows:
         text += "\nno round recorded yet: kgit baseline records round-1"
     if quick_is_subset and len({r["level"] for r in rows if r["aggregate"] is not None}) > 1:
         text += "\n" + SHAPES_LEGEND
+    if any((r.get("vs_best") or {}).get("basis") == PAIRED for r in rows):
+        text += "\n" + CHANGES_LEGEND
     against = _baseline_figures(rows)
     if against:
         text += "\n" + against

@@ -3,6 +3,10 @@ the final note, so that the same number reads the same everywhere. A missing fig
 
 from __future__ import annotations
 
+from typing import Any
+
+from kgit.judge.figures import PAIRED
+
 
 def num(value: float | None) -> str:
     """A metric's value, four significant digits: 2214, 0.01234."""
@@ -17,3 +21,18 @@ def signed(value: float | None) -> str:
 def percent(value: float | None) -> str:
     """A share in percent, one decimal (of a device's peak): 97.0%."""
     return "-" if value is None else f"{value:.1f}%"
+
+
+def change(figure: dict[str, Any] | None) -> str:
+    """A round's change as kgit/judge/figures.py defines it, spelled the same in every view:
+    `+261.888% (CI +156.400%..+410.770%)` from pairs, `, chained` when multiplied along the best
+    line, `+7.696% (first pass)` without pairs."""
+    if figure is None:
+        return "-"
+    text = signed(figure["pct"])
+    if figure["basis"] != PAIRED:
+        return f"{text} ({figure['basis']})"
+    if figure["low"] is None:
+        return text  # the baseline against itself
+    chained = ", chained" if len(figure["chain"]) > 1 else ""
+    return f"{text} (CI {signed(figure['low'])}..{signed(figure['high'])}{chained})"

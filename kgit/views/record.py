@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kgit.errors import KgitError
+from kgit.judge.figures import Figures
 from kgit.records.message import recorded_fields
 from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote
 from kgit.records.reader import RecordReader
@@ -112,3 +113,8 @@ def _said(note: RoundNote) -> dict[str, str]:
 def load_round(campaign: RecordReader, number: int) -> RoundView | None:
     found = load_rounds(campaign, only=number)
     return found[0] if found else None
+
+
+def figures_of(views: list[RoundView]) -> Figures:
+    """The changes of VIEWS' rounds (kgit/judge/figures.py), chained over their own notes."""
+    return Figures((view.commit, view.note) for view in views if view.commit and view.note)

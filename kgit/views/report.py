@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kgit.judge.figures import figure_dict
 from kgit.judge.floor import campaign_floor
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
 from kgit.judge.termination import termination
@@ -29,8 +30,8 @@ from kgit.views.document import (
 )
 from kgit.views.gate_audit import audit_data
 from kgit.views.gate_audit import report_blocks as gate_audit_blocks
-from kgit.views.numbers import num, percent, signed
-from kgit.views.record import RoundView, load_rounds
+from kgit.views.numbers import change, num, percent
+from kgit.views.record import RoundView, figures_of, load_rounds
 from kgit.views.summary import peak_pcts, summary_blocks, summary_data
 from kgit.views.trend import (
     TrendLayout,
@@ -111,6 +112,8 @@ def report_data(campaign: RecordReader, plots: list[Path] | None = None) -> dict
     baseline = next((v for v in views if v.is_baseline), None)
     base_agg = baseline.note.aggregate if baseline and baseline.note else None
     best_agg = best.note.aggregate if best and best.note else None
+    figures = figures_of(views)
+    best_vs = figures.vs_baseline(best.note) if best and best.note else None
     shape_rows = best_vs_baseline(views, best_commit)
     best_pcts = peak_pcts(campaign, best) if best else {}
     for row in shape_rows:
@@ -118,16 +121,19 @@ def report_data(campaign: RecordReader, plots: list[Path] | None = None) -> dict
     return {
         "campaign": campaign.name,
         "target": _target(campaign),
-        "baseline": summary_data(baseline, peak_pcts(campaign, baseline)) if baseline else None,
-        "rounds": [summary_data(v, peak_pcts(campaign, v)) for v in views if not v.is_baseline],
+        "baseline": summary_data(baseline, figures, peak_pcts(campaign, baseline))
+        if baseline
+        else None,
+        "rounds": [
+            summary_data(v, figures, peak_pcts(campaign, v)) for v in views if not v.is_baseline
+        ],
         "best": {
             "round": best.number if best else None,
             "commit": best_commit,
             "hypothesis": best.hypothesis if best else None,
             "aggregate": best_agg,
-            "vs_baseline_pct": best.note.delta_vs_baseline_pct
-            if best and best.note and not best.is_baseline
-            else (0.0 if best and best.is_baseline else None),
+            "vs_baseline": figure_dict(best_vs),
+            "vs_baseline_pct": best_vs.pct if best_vs else None,
         },
         "did_not_work": [
             {"round": v.number, "hypothesis": v.hypothesis, "reason": v.rollback_reason}
@@ -215,9 +221,9 @@ def _best_blocks(data: dict[str, Any]) -> list[Block]:
         text = "The best line is still the baseline: no round was accepted."
     else:
         text = (
-            f"round-{best['round']} (`{best['commit'][:10]}`): {best['hypothesis']} — aggregate "
-            f"**{num(best['aggregate'])}**, {signed(best['vs_baseline_pct'])} vs baseline "
-            "on its shapes."
+            f"round-{best['round']} (`{best['commit'][:10]}`): {best['hypothesis']} — "
+            f"{change(best['vs_baseline'])} vs baseline; first pass "
+            f"**{num(best['aggregate'])}** on its shapes."
         )
     blocks: list[Block] = [Heading(2, "Current best"), Para(text)]
     failed = [
@@ -245,7 +251,9 @@ def trend_blocks(data: dict[str, Any]) -> list[Block]:
         )
     blocks.append(
         Para(
-            "Avg = geomean over PASS shapes, Peak = per-shape max; vs Baseline is measured on the round's own shapes."
+            "Avg = geomean over PASS shapes, Peak = per-shape max, of the round's first pass; "
+            "vs Baseline is the round's change (the A/B pairs' estimate where it has pairs), then "
+            "its first pass against the baseline's on the round's own shapes."
         )
     )
     rows = [
@@ -254,7 +262,7 @@ def trend_blocks(data: dict[str, Any]) -> list[Block]:
             r["status"],
             r["description"],
             *(num(r["values"][key]) for key, _ in layout.columns),
-            vs_baseline_cell(r["vs_baseline_pct"]) or "-",
+            vs_baseline_cell(r) or "-",
             r["key_finding"] or "-",
         ]
         for r in data["trend"]
@@ -269,7 +277,8 @@ def trend_blocks(data: dict[str, Any]) -> list[Block]:
     else:
         bad = [s for s in rule["steps"] if s["round"] in rule["offending_rounds"]]
         text = f"{NO} {rule['value']} decreased along accepted rounds: " + "; ".join(
-            f"round-{s['round']} {s['change_pct']:+.3f}% after round-{s['after']}" for s in bad
+            f"round-{s['round']} {s['change_pct']:+.3f}% ({s['basis']}) after round-{s['after']}"
+            for s in bad
         )
     if rule["unchecked_rounds"]:
         text += " Not checkable (no bench CSV): " + ", ".join(
@@ -290,15 +299,25 @@ def _shape_blocks(data: dict[str, Any]) -> list[Block]:
             num(r["baseline"]),
             num(r["best"]) if r["best"] is not None else "not measured at best",
             f"{r['speedup']:.3f}x" if r["speedup"] else "-",
-            signed(r["change_pct"]),
+            change(r["vs_baseline"]),
             *([percent(r["best_pct_of_peak"])] if with_peak else []),
         ]
         for r in data["best_vs_baseline"]
     ]
     metric = data["target"]["metric"]
-    headers = ["shape", f"baseline {metric}", f"best {metric}", "speedup", "change"]
+    headers = [
+        "shape",
+        f"baseline {metric}, first pass",
+        f"best {metric}, first pass",
+        "speedup",
+        "vs baseline",
+    ]
     return [
         Heading(2, "Best vs baseline, per shape"),
+        Para(
+            "Speedup and vs baseline: the best line's change (the A/B pairs' estimate where it "
+            "has pairs); the first passes are shown as measured, not divided."
+        ),
         Table([*headers, *(["best % of peak"] if with_peak else [])], rows),
     ]
 

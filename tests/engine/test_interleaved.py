@@ -100,6 +100,13 @@ def test_finish_judges_the_best_line_against_the_baseline_in_pairs(ab_campaign: 
     assert set(shapes) == set(labels)  # every active shape, not only the representative ones
     assert 12 < shapes[unmeasured]["delta_pct"] < 18
     assert 1.12 < shapes[unmeasured]["final"] / shapes[unmeasured]["baseline"] < 1.18
+    # The change finish measured, as every view spells a change: paired, with its interval.
+    gain = data["vs_baseline"]  # type: ignore[index]
+    assert gain["basis"] == "paired" and gain["pct"] == round(data["gain_pct"], 4)  # type: ignore[index]
+    assert gain["low"] < gain["pct"] < gain["high"] and gain["chain"] == []
+    assert shapes[unmeasured]["vs_baseline"]["basis"] == "paired"
+    text = run_kgit("show", "2").out  # the round's own figures stay its pairs'
+    assert "(CI " in text
 
 
 def test_finish_in_pairs_refuses_a_shape_the_rounds_never_measured(ab_campaign: Path) -> None:

@@ -65,3 +65,15 @@ def test_fewer_than_two_accepted_rounds_have_nothing_to_judge() -> None:
     for rounds in ([], [(2, speeds(("a", 1.0)))]):
         check = monotonic_check(rounds, "Combined Step TFLOPS")
         assert check["ok"] is True and check["steps"] == check["unchecked_rounds"] == []
+
+
+def test_a_paired_change_is_the_step_where_the_rule_watches_the_primary_metric() -> None:
+    """A CPU demo's accepted round read -4.499% on first passes (blocks against the baseline's
+    plain pass) where its pairs read +261.888%: the pairs are the step, and say so."""
+    rounds = [(1, speeds(("a", 300.0))), (2, speeds(("a", 287.0)))]
+    check = monotonic_check(rounds, "Combined Step TFLOPS", {2: 261.888})
+    assert check["ok"] is True
+    assert check["steps"] == [{"round": 2, "after": 1, "change_pct": 261.888, "basis": "paired"}]
+    # Rule 9 of a Forward TFLOPS campaign watches Combined Step TFLOPS: no pair measured it.
+    other = monotonic_check(rounds, "Forward TFLOPS", {2: 261.888})
+    assert other["ok"] is False and other["steps"][0]["basis"] == "first pass"

@@ -34,8 +34,12 @@ def test_report_facts(reviewed: Path) -> None:
     assert [d["round"] for d in data["did_not_work"]] == [3, 4]
     assert data["rule9"]["ok"] is True and data["rule9"]["steps"][0]["round"] == 2
     # The fake harness: speed 110 vs 100 on every shape, forward and backward alike.
-    cell = data["trend"][1]["vs_baseline_pct"]
+    cell = data["trend"][1]["first_pass_vs_baseline_pct"]
     assert round(cell["step"], 3) == round(cell["fwd"], 3) == 10.0
+    # The seed's rule measures no pairs: the change is the first pass's, and says so.
+    assert data["trend"][1]["vs_baseline"] == {
+        "pct": 10.0, "low": None, "high": None, "basis": "first pass", "chain": []
+    }  # fmt: skip
     # The best line added a weight cache (kernel.txt:2): rule 11 allows it.
     assert data["applicability"]["added_lines"] == 2
     assert data["applicability"]["findings"] == []

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
+from kgit.judge.figures import Figure, Figures
 from kgit.records.notes import ACCEPTING, RoundNote, in_line_order
 
 
@@ -44,9 +45,11 @@ def final_commits(
     messages = repo.commit_messages([c for c, _ in accepted])
     authors = repo.commit_authors([c for c, _ in accepted])
     result, previous = [], base
+    figures = Figures(rounds)
     for commit, note in accepted:
         subjects = repo.subjects(previous, commit, first_parent=True)[::-1]
-        message = _round_message(campaign, note, messages[commit], subjects, commit)
+        changes = (figures.vs_best(note), figures.vs_baseline(note))
+        message = _round_message(campaign, note, messages[commit], subjects, commit, changes)
         result.append(
             FinalCommit(
                 note.round, commit, repo.tree_of(commit), len(subjects), message, authors[commit]
@@ -62,7 +65,12 @@ def final_commits(
 
 
 def _round_message(
-    campaign: Campaign, note: RoundNote, original: str, subjects: list[str], commit: str
+    campaign: Campaign,
+    note: RoundNote,
+    original: str,
+    subjects: list[str],
+    commit: str,
+    changes: tuple[Figure | None, Figure | None],
 ) -> str:
     manifest = campaign.manifest
     prefix = f"[optimize] {manifest.target_op} {manifest.target_backend} round-{note.round}: "
@@ -71,7 +79,7 @@ def _round_message(
         subject = first if first.startswith("[optimize]") else prefix + first
     else:
         subject = prefix + note.hypothesis
-    body = [f"Hypothesis: {note.hypothesis}", f"Result: {result_line(note)}"]
+    body = [f"Hypothesis: {note.hypothesis}", f"Result: {result_line(note, changes)}"]
     if len(subjects) > 1:
         body += ["", f"Squashes {len(subjects)} commits:", *(f"  - {s}" for s in subjects)]
     trailers = [
@@ -82,13 +90,14 @@ def _round_message(
     return "\n".join([subject, "", *body, "", *trailers]) + "\n"
 
 
-def result_line(note: RoundNote) -> str:
-    """`ACCEPTED: Forward TFLOPS 110 (+10.000% vs best, +10.000% vs baseline; quick validation)`"""
-    parts = []
-    if note.delta_vs_best_pct is not None:
-        parts.append(f"{note.delta_vs_best_pct:+.3f}% vs best")
-    if note.delta_vs_baseline_pct is not None:
-        parts.append(f"{note.delta_vs_baseline_pct:+.3f}% vs baseline")
+def result_line(note: RoundNote, changes: tuple[Figure | None, Figure | None]) -> str:
+    """`ACCEPTED: Forward TFLOPS 110 (+10.000% vs best, +10.000% vs baseline; quick validation)`,
+    CHANGES the round's vs best and vs baseline (kgit/judge/figures.py), as every view has them."""
+    parts = [
+        f"{found.pct:+.3f}% {words}"
+        for found, words in zip(changes, ("vs best", "vs baseline"), strict=True)
+        if found is not None
+    ]
     value = f" {note.aggregate:.4g}" if note.aggregate is not None else ""
     return (
         f"{note.status}: {note.metric}{value} ({', '.join(parts)}; {note.level} validation)"

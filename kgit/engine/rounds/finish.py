@@ -41,6 +41,7 @@ from kgit.engine.measuring.passes import (
 )
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import Policy, policy_of
+from kgit.engine.measuring.target import Outcome
 from kgit.engine.measuring.validation import Target, ran_resident, validate
 from kgit.engine.measuring.worktree import measuring_tree, require_pristine
 from kgit.engine.rounds.final_branch import (
@@ -51,6 +52,7 @@ from kgit.engine.rounds.final_branch import (
 )
 from kgit.engine.runner import run_command
 from kgit.errors import KgitError
+from kgit.judge.figures import figure_dict, measured
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
@@ -84,6 +86,7 @@ class Acceptance:
     aggregate: float | None = None
     baseline_aggregate: float | None = None
     gain_pct: float | None = None
+    vs_baseline: dict[str, Any] | None = None  # gain_pct as kgit/judge/figures.py spells it
     shapes: list[dict[str, Any]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
 
@@ -264,30 +267,48 @@ def _full_validation(
         check.reasons += [f"full validation: {r}" for r in verdict.reasons]
         return
     metric = campaign.manifest.primary_metric
-    fingerprint = outcome.fingerprint
-    over, _ = impossible(campaign, outcome.rates(metric), fingerprint)
+    over, _ = impossible(campaign, outcome.rates(metric), outcome.fingerprint)
     check.reasons += [f"full validation: physical floor: {r}" for r in over]
-    floor = campaign_floor(campaign.manifest, campaign.state, fingerprint)
-    dtypes = shape_dtypes(campaign.manifest)
     check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.reference_aggregate
     check.gain_pct = verdict.gain_pct
+    _record_figures(campaign, outcome, labels, check)
+    # The best line still at the base: nothing to beat, only correctness to hold.
+    if best != campaign.state.base and not verdict.accepts:
+        check.reasons += [
+            f"full validation against the baseline: {r}" for r in check.verdict_reasons
+        ]
+
+
+def _record_figures(
+    campaign: Campaign, outcome: Outcome, labels: list[str], check: Acceptance
+) -> None:
+    """The changes finish measured, as kgit/judge/figures.py spells a change (paired, with the
+    interval, under the interleaved policy), and each shape's figures."""
+    verdict, judged = outcome.verdict, outcome.judgement
+    interval = (judged.aggregate.low, judged.aggregate.high) if judged else None
+    check.vs_baseline = figure_dict(measured(verdict.gain_pct, interval))
+    estimates = judged.shapes if judged else {}
+    metric = campaign.manifest.primary_metric
+    floor = campaign_floor(campaign.manifest, campaign.state, outcome.fingerprint)
+    dtypes = shape_dtypes(campaign.manifest)
     check.shapes = [
         {
             "label": label,
             "baseline": verdict.reference.get(label),
             "final": verdict.candidate.get(label),
             "delta_pct": verdict.shape_deltas.get(label),
+            "vs_baseline": figure_dict(
+                measured(
+                    verdict.shape_deltas.get(label),
+                    (e.low, e.high) if (e := estimates.get(label)) else None,
+                )
+            ),
             "pct_of_peak": pct_of_peak(
                 verdict.candidate.get(label), metric, dtypes.get(label), floor
             ),
         }
         for label in labels
     ]
-    # The best line still at the base: nothing to beat, only correctness to hold.
-    if best != campaign.state.base and not verdict.accepts:
-        check.reasons += [
-            f"full validation against the baseline: {r}" for r in check.verdict_reasons
-        ]
 
 
 def _baseline_now(
@@ -342,6 +363,7 @@ def report_data(
         "aggregate": check.aggregate,
         "baseline_aggregate": check.baseline_aggregate,
         "gain_pct": check.gain_pct,
+        "vs_baseline": check.vs_baseline,
         "shapes": check.shapes,
         "verdict": check.verdict_reasons,
         "independent_of_notes": INDEPENDENT,
