@@ -1,4 +1,4 @@
-"""A campaign's life: init, baseline, demo, manifest edit, campaign delete, finish."""
+"""A campaign's life: init, baseline, demo, manifest edit, campaign delete, finish, gc."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option
 from kgit.errors import KgitError, UsageError
 from kgit.views.commands import (
     audit_line,
+    render_gc,
     render_revision,
     render_template,
 )
@@ -345,3 +346,21 @@ def campaign_delete(obj: Ctx, name: str, yes: bool, as_json: bool) -> None:
             + ("; HEAD detached where its branch was" if r["detached_head"] else "")
         ),
     )
+
+
+@cli.command("gc")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@json_option
+@click.pass_obj
+def gc(obj: Ctx, dry_run: bool, as_json: bool) -> None:
+    """Remove kgit's measuring trees that nothing will measure in again.
+
+    \b
+    Under .git/kgit/worktrees: those of a deleted campaign, of a finished one, and
+    of a round's linked work tree that is gone; git then forgets the work trees
+    whose folders are gone. A running campaign's trees stay (each is checked out
+    again, sealed, when a side needs it). docs/disk-and-history.md says what they cost.
+    """
+    from kgit.engine.lifecycle.gc import collect
+
+    emit(collect(obj.repo(), dry_run=dry_run), as_json, render_gc)
