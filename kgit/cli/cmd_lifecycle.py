@@ -62,6 +62,12 @@ if TYPE_CHECKING:
     "draft, then stop: plug the kernel in, commit the harness, run kgit init NAME -m manifest.yaml.",
 )
 @click.option(
+    "--shapes-for",
+    type=click.Choice(["gpu", "cpu"]),
+    help="With --from-template: draft GPU-sized target shapes, or CPU-sized ones in fp32 "
+    "(Triton's interpreter) [default: gpu when this machine has one].",
+)
+@click.option(
     "--ask/--no-input",
     "ask",
     default=None,
@@ -78,6 +84,7 @@ def init(
     kernel_source: tuple[str, ...],
     shapes_file: Path | None,
     from_template: str | None,
+    shapes_for: str | None,
     ask: bool | None,
     **overrides: Any,
 ) -> None:
@@ -98,8 +105,11 @@ def init(
         fields["kernel_source"] = list(kernel_source)
     if shapes_file is not None:
         fields["target_shapes"] = load_shapes_file(shapes_file)
+    if shapes_for and not from_template:
+        raise UsageError("--shapes-for drafts a template's shapes", hint="add --from-template KIND")
     if from_template:
-        written = write_template(obj.repo().root, from_template, fields)
+        gpu = None if shapes_for is None else shapes_for == "gpu"
+        written = write_template(obj.repo().root, from_template, fields, gpu=gpu)
         emit(written, as_json, lambda r: render_template(name, r))
         return
     manifest = _confirmed_manifest(obj, name, manifest_file, fields, ask)

@@ -13,7 +13,8 @@ def render_template(name: str, r: dict[str, Any]) -> str:
     return (
         f"wrote {r['harness']} (the {r['template']} harness template) and {r['manifest']} "
         f"(a draft{left})\n"
-        f"next: plug your kernel into {r['harness']}, commit it (git add {r['harness']} && "
+        + (f"note: {r['cpu_shapes_note']}\n" if r.get("cpu_shapes_note") else "")
+        + f"next: plug your kernel into {r['harness']}, commit it (git add {r['harness']} && "
         "git commit: the harness is frozen at baseline and must be committed first), then "
         f"kgit init {name} --manifest {r['manifest']}"
     )
