@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import commit, git, run_kgit
 
@@ -109,10 +112,23 @@ def test_gc_takes_a_finished_campaigns_trees_and_their_build_marks(campaign: Pat
 
 
 def test_gc_forgets_trees_removed_by_hand(campaign: Path) -> None:
-    import shutil
-
     repo = campaign
     shutil.rmtree(add_tree(repo, "c1", "elsewhere", "audit").parent)
     before = listed(repo)
     assert run_kgit("gc").code == 0
     assert listed(repo) == before - 1
+
+
+def test_a_copied_repository_measures_in_trees_of_its_own(
+    campaign: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy's trees name the first repository's records (gone once it finished): the copy
+    checks its sides out again rather than measuring in another repository's tree."""
+    copy = tmp_path / "copy"
+    shutil.copytree(campaign, copy, symlinks=True)
+    assert run_kgit("-q", "finish").code == 0  # the first repository's trees and records go
+    monkeypatch.chdir(copy)
+    faster_round(copy)
+    candidate = copy / ".git" / "kgit" / "worktrees" / "c1" / "candidate"
+    common = git(candidate, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    assert Path(common).resolve() == (copy / ".git").resolve()
