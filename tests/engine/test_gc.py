@@ -101,12 +101,14 @@ def test_gc_takes_a_finished_campaigns_trees_and_their_build_marks(campaign: Pat
     assert run_kgit("-q", "finish").code == 0
     folder = add_tree(repo, "c1", "reference").parent
     (folder / "reference.built").write_text(git(repo, "rev-parse", "HEAD"))
+    add_tree(repo, "c1", "gone-worktree", "candidate")
 
     done = run_kgit("gc", "--json")
     assert done.code == 0, done
     data = done.json()
-    assert isinstance(data, dict)
-    assert [row["reason"] for row in data["leftovers"]] == ["campaign finished"]
+    assert isinstance(data, dict) and data["trees"] == 2  # each tree counted once
+    reasons = [row["reason"] for row in data["leftovers"]]
+    assert reasons == ["work tree gone-worktree is gone", "campaign finished"]
     assert trees_of(repo) == [] and not (folder / "reference.built").exists()
     assert listed(repo) == 1
 

@@ -34,7 +34,7 @@ class Leftover:
     campaign: str
     reason: str
     whole: bool  # the folder goes with its locks and logs, not only its trees
-    keep: frozenset[str] = frozenset()  # linked work trees whose trees stay
+    keep: frozenset[str] = frozenset()  # sub-folders whose trees stay (or go on their own)
 
     def trees(self) -> list[Path]:
         return checkouts_in(self.folder, self.keep)
@@ -61,11 +61,13 @@ def leftovers(repo: Repo) -> list[Leftover]:
         if name not in names:
             found.append(Leftover(folder, name, "no such campaign (deleted)", whole=True))
             continue
-        if Campaign.load(repo, name).state.finished and checkouts_in(folder, linked):
-            found.append(Leftover(folder, name, "campaign finished", False, frozenset(linked)))
-        for child in sorted(p for p in folder.iterdir() if p.is_dir() and not is_checkout(p)):
-            if child.name not in linked:
-                found.append(Leftover(child, name, f"work tree {child.name} is gone", whole=True))
+        children = [p for p in sorted(folder.iterdir()) if p.is_dir() and not is_checkout(p)]
+        gone = [child for child in children if child.name not in linked]
+        found += [Leftover(c, name, f"work tree {c.name} is gone", whole=True) for c in gone]
+        # A finished campaign's own sides go; those of a live linked work tree stay.
+        keep = frozenset(linked | {child.name for child in gone})
+        if checkouts_in(folder, keep) and Campaign.load(repo, name).state.finished:
+            found.append(Leftover(folder, name, "campaign finished", whole=False, keep=keep))
     return found
 
 
