@@ -304,8 +304,8 @@ TEMPLATES = {
 
 # What a draft says of CPU-sized shapes, in its header and in `kgit init`'s output.
 CPU_SHAPES_NOTE = (
-    "CPU-sized target_shapes in fp32: no GPU here, so kernels run in Triton's interpreter, which "
-    "would not finish the GPU shapes; on the GPU machine: kgit init --from-template {kind} "
+    "CPU-sized target_shapes in fp32, for Triton's interpreter (no GPU here, or --shapes-for cpu), "
+    "which would not finish the GPU shapes; on the GPU machine: kgit init --from-template {kind} "
     "--shapes-for gpu"
 )
 
@@ -316,8 +316,8 @@ def write_template(
     """Copy the harness template to bench/quick_test_bench.py and write a manifest draft whose
     missing fields are commented out (so `kgit init NAME --manifest manifest.yaml` asks for them
     on a terminal). Nothing is committed: the harness is a protected path, frozen at baseline, so
-    the user plugs the kernel in and commits it before `kgit init`. The target shapes fit GPU
-    (default: whether this machine has one)."""
+    the user plugs the kernel in and commits it before `kgit init`. The target shapes are a GPU's
+    when GPU (default: whether this machine has one), else CPU-sized."""
     import yaml
 
     template = TEMPLATES[kind]
