@@ -33,3 +33,13 @@ def package_home() -> Path:
     """The folder the running kgit package is imported from (a checkout's root, or a
     site-packages): a harness run by kgit imports kgit's measuring library from there."""
     return Path(__file__).resolve().parent.parent
+
+
+# The device nodes of an NVIDIA, an AMD (ROCm) and a WSL GPU: a look at the filesystem, where
+# asking torch would cost its import (seconds) in a command that never measures.
+GPU_DEVICE_NODES = ("/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
+def gpu_present() -> bool:
+    """Whether this machine has a GPU kernels could run on."""
+    return any(Path(node).exists() for node in GPU_DEVICE_NODES)

@@ -1,4 +1,4 @@
-"""A campaign's life: init, baseline, demo, manifest edit, campaign delete, finish."""
+"""A campaign's life: init, baseline, demo, manifest edit, campaign delete, finish, gc."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option
 from kgit.errors import KgitError, UsageError
 from kgit.views.commands import (
     audit_line,
+    render_gc,
     render_revision,
     render_template,
 )
@@ -61,6 +62,12 @@ if TYPE_CHECKING:
     "draft, then stop: plug the kernel in, commit the harness, run kgit init NAME -m manifest.yaml.",
 )
 @click.option(
+    "--shapes-for",
+    type=click.Choice(["gpu", "cpu"]),
+    help="With --from-template: draft GPU-sized target shapes, or CPU-sized ones in fp32 "
+    "(Triton's interpreter) [default: gpu when this machine has one].",
+)
+@click.option(
     "--ask/--no-input",
     "ask",
     default=None,
@@ -77,6 +84,7 @@ def init(
     kernel_source: tuple[str, ...],
     shapes_file: Path | None,
     from_template: str | None,
+    shapes_for: str | None,
     ask: bool | None,
     **overrides: Any,
 ) -> None:
@@ -97,8 +105,11 @@ def init(
         fields["kernel_source"] = list(kernel_source)
     if shapes_file is not None:
         fields["target_shapes"] = load_shapes_file(shapes_file)
+    if shapes_for and not from_template:
+        raise UsageError("--shapes-for drafts a template's shapes", hint="add --from-template KIND")
     if from_template:
-        written = write_template(obj.repo().root, from_template, fields)
+        gpu = None if shapes_for is None else shapes_for == "gpu"
+        written = write_template(obj.repo().root, from_template, fields, gpu=gpu)
         emit(written, as_json, lambda r: render_template(name, r))
         return
     manifest = _confirmed_manifest(obj, name, manifest_file, fields, ask)
@@ -345,3 +356,21 @@ def campaign_delete(obj: Ctx, name: str, yes: bool, as_json: bool) -> None:
             + ("; HEAD detached where its branch was" if r["detached_head"] else "")
         ),
     )
+
+
+@cli.command("gc")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@json_option
+@click.pass_obj
+def gc(obj: Ctx, dry_run: bool, as_json: bool) -> None:
+    """Remove kgit's measuring trees that nothing will measure in again.
+
+    \b
+    Under .git/kgit/worktrees: those of a deleted campaign, of a finished one, and
+    of a round's linked work tree that is gone; git then forgets the work trees
+    whose folders are gone. A running campaign's trees stay (each is checked out
+    again, sealed, when a side needs it). docs/disk-and-history.md says what they cost.
+    """
+    from kgit.engine.lifecycle.gc import collect
+
+    emit(collect(obj.repo(), dry_run=dry_run), as_json, render_gc)

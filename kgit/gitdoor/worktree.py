@@ -95,6 +95,18 @@ class WorkTree(GitCore):
 
     # -- linked work trees -----------------------------------------------------------------------
 
+    def worktree_paths(self) -> list[str]:
+        """Every work tree `git worktree list` shows, the main one first."""
+        out = self.git("worktree", "list", "--porcelain", "-z")
+        return [
+            f.decode()[len("worktree ") :] for f in out.split(b"\0") if f.startswith(b"worktree ")
+        ]
+
+    def linked_tree_names(self) -> set[str]:
+        """The names of the linked work trees git keeps (.git/worktrees/NAME, `linked_tree`)."""
+        folder = self.common_dir / "worktrees"
+        return {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
+
     def prune_worktrees(self) -> None:
         """Forget the linked work trees whose folders are gone."""
         with self.worktree_lock():

@@ -13,7 +13,8 @@ def render_template(name: str, r: dict[str, Any]) -> str:
     return (
         f"wrote {r['harness']} (the {r['template']} harness template) and {r['manifest']} "
         f"(a draft{left})\n"
-        f"next: plug your kernel into {r['harness']}, commit it (git add {r['harness']} && "
+        + (f"note: {r['cpu_shapes_note']}\n" if r.get("cpu_shapes_note") else "")
+        + f"next: plug your kernel into {r['harness']}, commit it (git add {r['harness']} && "
         "git commit: the harness is frozen at baseline and must be committed first), then "
         f"kgit init {name} --manifest {r['manifest']}"
     )
@@ -108,3 +109,23 @@ def render_rolled_back(r: dict[str, Any]) -> str:
         else " (it had no commit)"
     )
     return f"round-{r['round']} {r['status']}: back on kgit/{r['campaign']}/best{kept}"
+
+
+def render_gc(r: dict[str, Any]) -> str:
+    """`kgit gc`: each folder of measuring trees that goes, why, and what it frees."""
+    verb = "would remove" if r["dry_run"] else "removed"
+    lines = [
+        f"{verb} {row['path']} ({', '.join(row['trees']) or 'no trees'}; {row['mb']:.1f} MB): "
+        f"{row['reason']}"
+        for row in r["leftovers"]
+    ]
+    if not lines:
+        lines.append("nothing to remove: every measuring tree belongs to a running campaign")
+    lines.append(
+        f"freed: {r['freed_mb']:.1f} MB{' (dry run: nothing removed)' if r['dry_run'] else ''}; "
+        f"kept: {r['kept_mb']:.1f} MB under .git/kgit/worktrees; git worktree list: "
+        f"{r['git_worktrees_before']} -> {r['git_worktrees_after']} entries"
+    )
+    if r["dry_run"] and r["leftovers"]:
+        lines.append("next: kgit gc (without --dry-run)")
+    return "\n".join(lines)

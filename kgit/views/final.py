@@ -107,6 +107,15 @@ def render_finish(result: dict[str, Any]) -> str:
         f"{len(result['final_rounds'])} commit(s), one per accepted round"
         + (f" ({', '.join(squashed)} squashed)" if squashed else ""),
         f"report: git notes --ref={result['final_notes']} show {result['best'][:10]}",
+        *_trees_line(result),
         f"next: git push origin {branch} (open a pull request), or git merge {branch}",
     ]
     return "\n".join(lines)
+
+
+def _trees_line(result: dict[str, Any]) -> list[str]:
+    """The measuring trees finish removed, when it removed any."""
+    if not result.get("trees_removed"):
+        return []
+    freed = result["bytes_freed"] / 1_000_000
+    return [f"removed kgit's {result['trees_removed']} measuring trees ({freed:.1f} MB freed)"]

@@ -141,3 +141,35 @@ def test_a_misspelt_required_key_is_named_beside_the_key_it_misses(kernel_repo: 
     assert "'target_shapes' is a required property" in result.err
     assert "has 'target_shape:', did you mean 'target_shapes:'?" in result.err
     assert kgit_refs(kernel_repo) == ""
+
+
+def _drafted_shapes(root: Path) -> list[dict[str, object]]:
+    import yaml
+
+    shapes = yaml.safe_load((root / "manifest.yaml").read_text())["target_shapes"]
+    assert isinstance(shapes, list)
+    return shapes
+
+
+def test_from_template_drafts_shapes_the_machine_can_run(kernel_repo: Path) -> None:
+    from kgit.resources import gpu_present
+
+    (kernel_repo / "manifest.yaml").unlink()
+    shapes_for = [] if not gpu_present() else ["--shapes-for", "cpu"]
+    made = run_kgit("init", "c1", "--from-template", "memory", *shapes_for)
+    assert made.code == 0, made
+    assert "note: CPU-sized target_shapes in fp32" in made.out and "--shapes-for gpu" in made.out
+    assert "# CPU-sized target_shapes" in (kernel_repo / "manifest.yaml").read_text()
+    shapes = _drafted_shapes(kernel_repo)
+    assert {s["dtype"] for s in shapes} == {"fp32"}  # the interpreter's bf16 is wrong
+    assert max(int(str(s["M"])) * int(str(s["N"])) for s in shapes) <= 256 * 4096
+
+    for path in ("manifest.yaml", "bench/quick_test_bench.py"):
+        (kernel_repo / path).unlink()
+    gpu = run_kgit("init", "c1", "--from-template", "memory", "--shapes-for", "gpu", "--json")
+    assert gpu.code == 0 and gpu.json()["shapes_for"] == "gpu", gpu  # type: ignore[index]
+    assert {"x_32768x8192"} <= {s["label"] for s in _drafted_shapes(kernel_repo)}
+    assert "CPU-sized" not in (kernel_repo / "manifest.yaml").read_text()
+
+    alone = run_kgit("init", "c1", "--shapes-for", "cpu")
+    assert alone.code == 2 and "--from-template" in alone.err

@@ -222,3 +222,20 @@ def test_an_interrupted_accept_whose_verdict_no_longer_accepts_is_left_to_rollba
     assert code == 1 and kinds(data) == ["interrupted_accept"] and data["fixed"] == []
     assert finding(data, "interrupted_accept")["repair"] == "kgit round rollback"
     assert "no longer accepts" in finding(data, "interrupted_accept")["problem"]
+
+
+def test_a_finished_campaigns_leftover_trees_are_removed(campaign: Path) -> None:
+    """Trees a killed finish (or an older kgit) left: found, and --fix or `kgit gc` removes them."""
+    repo = campaign
+    assert run_kgit("-q", "finish").code == 0
+    assert doctor()[0] == 0  # finish removed its trees itself
+    folder = repo / ".git" / "kgit" / "worktrees" / "c1"
+    git(repo, "worktree", "add", "-q", "--detach", str(folder / "reference"), "HEAD")
+    code, data = doctor()
+    assert code == 1 and kinds(data) == ["leftover_trees"]
+    found = finding(data, "leftover_trees")
+    assert found["repair"] == "kgit gc" and "reference" in found["problem"] and found["safe"]
+    code, data = doctor("--fix")
+    assert [f["kind"] for f in data["fixed"]] == ["leftover_trees"]
+    assert not (folder / "reference").exists() and doctor()[0] == 0
+    assert len(git(repo, "worktree", "list").splitlines()) == 1

@@ -294,3 +294,41 @@ def test_a_harness_run_by_kgit_does_not_print_the_temporary_csv_path(
     monkeypatch.setenv("KGIT_RUN", "1")
     code, out = _run(tmp_path, ["a"], capsys)
     assert code == 0 and "summary_csv:" not in out and "all_pass: true" in out
+
+
+def test_the_drafted_cpu_shapes_run_in_the_memory_template(tmp_path: Path) -> None:
+    from kgit.engine.lifecycle.define import TEMPLATES as DRAFTS
+
+    code, out, csv_path = _subprocess("memory_harness.py", DRAFTS["memory"].cpu_shapes, tmp_path)
+    assert code == 0, out
+    header, *rows = _read(csv_path)
+    assert [row[header.index("Check")] for row in rows] == ["PASS"] * 3
+
+
+def _layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b)
+
+
+def _bias(m: int, n: int, dtype: torch.dtype, device: torch.device) -> list[torch.Tensor]:
+    return [0.1 * torch.randn(n, device=device, dtype=dtype)]
+
+
+def test_a_memory_row_gives_the_op_its_other_operands() -> None:
+    """LayerNorm's bias is an operand of its own: checked, its gradient too."""
+    from kgit.measure.memory import memory_row
+
+    def bias_dropped(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return _layer_norm(x, w, b.detach() * 0 + b.detach())  # no gradient reaches b
+
+    settings = Settings(device=torch.device("cpu"), repeats=1)
+    shape, sizes = {"label": "ln", "M": 16, "N": 64}, lambda m, n, s: (m * n * s, m * n * s)
+    good = memory_row(
+        shape, settings, _layer_norm, reference=_layer_norm, bytes_moved=sizes,
+        other_operands=_bias,
+    )  # fmt: skip
+    assert good["Check"] == "PASS" and float(str(good["out_snr"])) > 60
+    wrong = memory_row(
+        shape, settings, bias_dropped, reference=_layer_norm, bytes_moved=sizes,
+        other_operands=_bias,
+    )  # fmt: skip
+    assert wrong["Check"] == "FAIL"

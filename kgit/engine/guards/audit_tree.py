@@ -20,6 +20,7 @@ from kgit.engine.runner import CommandResult, run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.progress import Say
+from kgit.resources import gpu_present
 
 SIDE = "audit"
 
@@ -89,8 +90,7 @@ def parallel_trees(campaign: Campaign) -> int:
     """How many trees mutants run in at once: several where the gate is CPU-bound (no GPU
     here, so kernels run in Triton's interpreter or on the CPU), one where a GPU or a rebuild
     step is shared by every gate run."""
-    gpu = any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/kfd", "/dev/dxg"))
-    if gpu or campaign.manifest.rebuild_command:
+    if gpu_present() or campaign.manifest.rebuild_command:
         return 1
     return max(1, min(4, os.cpu_count() or 1))
 

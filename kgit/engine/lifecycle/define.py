@@ -21,7 +21,7 @@ from kgit.gitdoor import Repo
 from kgit.records.manifest import KNOWN_METRICS
 from kgit.records.manifest_checks import misspelt_as
 from kgit.records.yamltext import load_yaml_text, read_text_capped
-from kgit.resources import data_dir
+from kgit.resources import data_dir, gpu_present
 
 # (question, default or None when an answer is required) -> the answer
 Ask = Callable[[str, "str | None"], str]
@@ -248,10 +248,32 @@ def render_target(name: str, data: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Template:
+    """A harness template and the manifest it drafts: target shapes for a GPU, and CPU-sized
+    ones in fp32 for a machine without one, where kernels run in Triton's interpreter (its cost
+    grows with the programs launched, and its bf16 arithmetic is wrong: SPEC.md)."""
+
     harness: str  # file under templates/
     op: str
     metric: str
     shapes: list[dict[str, Any]]
+    cpu_shapes: list[dict[str, Any]]
+
+
+def _gemm_shapes(sizes: list[tuple[int, int, int]], dtype: str) -> list[dict[str, Any]]:
+    return [
+        {"label": f"gemm_{m}x{n}x{k}", "M": m, "N": n, "K": k, "dtype": dtype} for m, n, k in sizes
+    ]
+
+
+def _rows_shapes(sizes: list[tuple[int, int]], dtype: str) -> list[dict[str, Any]]:
+    return [{"label": f"x_{m}x{n}", "M": m, "N": n, "dtype": dtype} for m, n in sizes]
+
+
+def _grouped_shapes(b: int, m: int, n: int, k: int) -> list[dict[str, Any]]:
+    return [
+        {"label": f"grouped_{d}", "B": b, "M": m, "N": n, "K": k, "distribution": d}
+        for d in _DISTRIBUTIONS
+    ]
 
 
 _GEMM = [(256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192)]
@@ -261,40 +283,45 @@ TEMPLATES = {
         "gemm_harness.py",
         "gemm",
         "Combined Step TFLOPS",
-        [
-            {"label": f"gemm_{m}x{n}x{k}", "M": m, "N": n, "K": k, "dtype": "bf16"}
-            for m, n, k in _GEMM
-        ],
+        _gemm_shapes(_GEMM, "bf16"),
+        _gemm_shapes([(128, 128, 128), (128, 256, 128), (256, 256, 128)], "fp32"),
     ),
     "memory": Template(
         "memory_harness.py",
         "rmsnorm",
         "Forward GB/s",
-        [
-            {"label": f"x_{m}x{n}", "M": m, "N": n, "dtype": "bf16"}
-            for m, n in [(4096, 4096), (16384, 4096), (32768, 8192)]
-        ],
+        _rows_shapes([(4096, 4096), (16384, 4096), (32768, 8192)], "bf16"),
+        _rows_shapes([(64, 256), (128, 1024), (256, 4096)], "fp32"),
     ),
     "grouped": Template(
         "grouped_gemm_harness.py",
         "grouped_gemm",
         "Combined Step TFLOPS",
-        [
-            {"label": f"grouped_{d}", "B": 8, "M": 2048, "N": 4096, "K": 4096, "distribution": d}
-            for d in _DISTRIBUTIONS
-        ],
+        _grouped_shapes(8, 2048, 4096, 4096),
+        [{**shape, "dtype": "fp32"} for shape in _grouped_shapes(4, 32, 64, 64)],
     ),
 }
 
+# What a draft says of CPU-sized shapes, in its header and in `kgit init`'s output.
+CPU_SHAPES_NOTE = (
+    "CPU-sized target_shapes in fp32, for Triton's interpreter (no GPU here, or --shapes-for cpu), "
+    "which would not finish the GPU shapes; on the GPU machine: kgit init --from-template {kind} "
+    "--shapes-for gpu"
+)
 
-def write_template(root: Path, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+
+def write_template(
+    root: Path, kind: str, fields: dict[str, Any], *, gpu: bool | None = None
+) -> dict[str, Any]:
     """Copy the harness template to bench/quick_test_bench.py and write a manifest draft whose
     missing fields are commented out (so `kgit init NAME --manifest manifest.yaml` asks for them
     on a terminal). Nothing is committed: the harness is a protected path, frozen at baseline, so
-    the user plugs the kernel in and commits it before `kgit init`."""
+    the user plugs the kernel in and commits it before `kgit init`. The target shapes are a GPU's
+    when GPU (default: whether this machine has one), else CPU-sized."""
     import yaml
 
     template = TEMPLATES[kind]
+    gpu = gpu_present() if gpu is None else gpu
     harness, draft = root / HARNESS_PATH, root / DRAFT_PATH
     taken = [str(p.relative_to(root)) for p in (harness, draft) if p.exists()]
     if taken:
@@ -306,7 +333,7 @@ def write_template(root: Path, kind: str, fields: dict[str, Any]) -> dict[str, A
         "target_op": template.op,
         "primary_metric": template.metric,
         "quick_command": f"python {HARNESS_PATH}",
-        "target_shapes": template.shapes,
+        "target_shapes": template.shapes if gpu else template.cpu_shapes,
         **fields,
     }
     harness.parent.mkdir(parents=True, exist_ok=True)
@@ -321,10 +348,15 @@ def write_template(root: Path, kind: str, fields: dict[str, Any]) -> dict[str, A
         f"# kgit manifest draft from the {kind} harness template "
         "(templates/manifest.yaml documents every field).\n"
     )
+    cpu_sized = not gpu and "target_shapes" not in fields
+    if cpu_sized:
+        header += f"# {CPU_SHAPES_NOTE.format(kind=kind)}.\n"
     draft.write_text(header + body + "\n".join(todo) + ("\n" if todo else ""))
     return {
         "template": kind,
         "harness": HARNESS_PATH,
         "manifest": DRAFT_PATH,
         "missing": [name for name in REQUIRED if name not in data],
+        "shapes_for": "gpu" if gpu else "cpu",
+        "cpu_shapes_note": CPU_SHAPES_NOTE.format(kind=kind) if cpu_sized else None,
     }

@@ -9,11 +9,11 @@ object store until `git gc` finds them unreachable; a remote keeps whatever was 
 from __future__ import annotations
 
 import re
-import shutil
 from typing import Any
 
 from kgit.engine.campaign import list_campaigns
 from kgit.engine.guards.trust import config_key
+from kgit.engine.measuring.trees import campaign_folder, checkouts_in, remove_trees
 from kgit.engine.remote import TRACKING
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
@@ -73,12 +73,7 @@ def delete_campaign(repo: Repo, name: str) -> dict[str, Any]:
 
 
 def _remove_work_trees(repo: Repo, name: str) -> list[str]:
-    folder = repo.kgit_dir() / "worktrees" / name
-    if not folder.is_dir():
-        return []
-    trees = [str(p) for p in sorted(folder.iterdir()) if (p / ".git").exists()]
-    for tree in trees:
-        repo.remove_worktree(tree)
-    shutil.rmtree(folder, ignore_errors=True)
-    repo.prune_worktrees()
+    folder = campaign_folder(repo, name)
+    trees = [str(tree) for tree in checkouts_in(folder)]
+    remove_trees(repo, folder, whole=True)
     return trees

@@ -15,6 +15,13 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards import seal
+from kgit.engine.measuring.trees import (
+    MB,
+    campaign_folder,
+    checkouts_in,
+    disk_bytes,
+    remove_campaign_trees,
+)
 from kgit.engine.note_cache import NoteCache
 from kgit.engine.recovery import (
     RoundBranch,
@@ -61,6 +68,7 @@ def diagnose(campaign: Campaign) -> list[Finding]:
         *_kept_ref_findings(campaign, notes),
         *_note_findings(campaign),
         *_patch_findings(campaign),
+        *_tree_findings(campaign),
     ]
 
 
@@ -308,6 +316,29 @@ def _patch_findings(campaign: Campaign) -> list[Finding]:
     ]
 
 
+def _tree_findings(campaign: Campaign) -> list[Finding]:
+    """A finished campaign's measuring trees left on disk (by a finish that was killed, or by a
+    kgit before finishes removed them): disk for nothing, and entries of `git worktree list`."""
+    repo = campaign.repo
+    if not campaign.state.finished:
+        return []
+    folder = campaign_folder(repo, campaign.name)
+    trees = checkouts_in(folder, repo.linked_tree_names() - {repo.linked_tree() or ""})
+    if not trees:
+        return []
+    size = sum(disk_bytes(tree) for tree in trees) / MB
+    return [
+        Finding(
+            "leftover_trees",
+            str(folder.relative_to(repo.common_dir.parent)),
+            f"the campaign is finished, but {len(trees)} of kgit's measuring trees remain "
+            f"({', '.join(tree.name for tree in trees)}: {size:.1f} MB)",
+            "kgit gc",
+            True,
+        )
+    ]
+
+
 # -- repairs -------------------------------------------------------------------------------------
 
 
@@ -382,7 +413,14 @@ def _seal_record(campaign: Campaign, finding: Finding, say: Say) -> None:
             current.save("notes recorded as the notes refs hold them (kgit doctor --fix)")
 
 
+def _remove_trees(campaign: Campaign, finding: Finding, say: Say) -> None:
+    with campaign.repo.write_lock():
+        if campaign.reload().state.finished:
+            remove_campaign_trees(campaign.repo, campaign.name)
+
+
 _REPAIRS: dict[str, Callable[[Campaign, Finding, Say], None]] = {
+    "leftover_trees": _remove_trees,
     "note_changed": _republish,
     "note_missing": _republish,
     "notes_unsealed": _seal_record,

@@ -7,6 +7,7 @@ and the candidate are set up alike, and rebuilt when the manifest has a rebuild 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
@@ -14,7 +15,7 @@ from kgit.engine.measuring.passes import HarnessError
 from kgit.engine.measuring.sealed import run_in_gate_world
 from kgit.engine.measuring.watch import changed_under
 from kgit.errors import KgitError
-from kgit.gitdoor import open_repo
+from kgit.gitdoor import Repo, open_repo
 from kgit.progress import Say, phase
 
 
@@ -44,6 +45,9 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
 
 def _checked_out(campaign: Campaign, commit: str, path: Path, marker: Path) -> None:
     repo, command = campaign.repo, campaign.manifest.rebuild_command
+    if (path / ".git").exists() and not _tree_of(repo, path):
+        shutil.rmtree(path)  # checked out again below, from nothing
+        marker.unlink(missing_ok=True)
     if (path / ".git").exists():
         tree = open_repo(path)
         moved = tree.rev_parse("HEAD") != commit
@@ -56,6 +60,15 @@ def _checked_out(campaign: Campaign, commit: str, path: Path, marker: Path) -> N
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         repo.add_detached_worktree(path, commit)
+
+
+def _tree_of(repo: Repo, path: Path) -> bool:
+    """Whether PATH is a work tree of REPO. A repository copied or moved keeps trees whose `.git`
+    names the first one's records, or records `kgit gc` or a finish removed since."""
+    try:
+        return open_repo(path).common_dir == repo.common_dir
+    except KgitError:
+        return False
 
 
 def _rebuild(campaign: Campaign, side: str, path: Path, say: Say, *, echo: bool) -> None:

@@ -17,6 +17,8 @@
    (kgit/engine/rounds/final_branch.py).
 5. The final report in notes `refs/notes/kgit/<campaign>/final` on the best line's tip and in the
    campaign record (`final/report.md`, `final/benchmark.csv`); the campaign marked finished.
+6. kgit's measuring trees of the campaign removed (kgit/engine/measuring/trees.py): nothing
+   measures a finished campaign again, and `--reopen` checks them out anew.
 
 Checks 1-3 run before anything is written; any failure refuses with every reason listed.
 """
@@ -42,6 +44,7 @@ from kgit.engine.measuring.passes import (
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import Policy, policy_of
 from kgit.engine.measuring.target import Outcome
+from kgit.engine.measuring.trees import remove_campaign_trees
 from kgit.engine.measuring.validation import Target, ran_resident, validate
 from kgit.engine.measuring.worktree import measuring_tree, require_pristine
 from kgit.engine.rounds.final_branch import (
@@ -160,7 +163,9 @@ def record_finish(finishing: Finishing, report: str) -> dict[str, Any]:
         extra = {"final/report.md": report.encode()}
         extra.update({f"final/benchmark-{i}.csv": r.csv for i, r in enumerate(finishing.runs, 1)})
         current.save("campaign finished", extra, [current.note("final", best, report.encode())])
-    return {**finishing.data, "final_commit": tip, "report": report}
+    # Nothing measures a finished campaign again (a reopened one checks its trees out anew).
+    removed = remove_campaign_trees(current.repo, current.name)
+    return {**finishing.data, "final_commit": tip, "report": report, **removed}
 
 
 def _require_finishable(campaign: Campaign) -> None:
