@@ -171,7 +171,7 @@ def test_finish_does_not_read_notes(
     monkeypatch.chdir(copy)
     tampered = run_kgit("-q", "finish")
     assert tampered.code == 0, tampered
-    assert f"({gain:+.3f}%)" in tampered.out
+    assert f"({gain:+.3f}% (first pass))" in tampered.out
     assert "re-gated and re-measured from scratch" in tampered.out
     report = note(copy, "refs/notes/kgit/c1/final", "kgit/c1/best")
     assert "no verdict, gate result or figure was read from notes" in report
