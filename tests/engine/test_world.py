@@ -147,3 +147,34 @@ def test_a_variable_the_harness_needs_is_named_with_the_manifest_key(
     declared.write_text(manifest.read_text() + 'env: {TRITON_INTERPRET: "1"}\n')
     assert run_kgit("init", "c2", "-m", str(declared)).code == 0
     assert run_kgit("-q", "-c", "c2", "baseline").code == 0
+
+
+def test_the_processes_of_one_commit_share_a_compile_cache_and_no_others_do(
+    tmp_path: Path,
+) -> None:
+    """The baseline's processes all run one commit and share the block's compile cache; any
+    other two worlds (a round's two sides) never do, and the shared cache goes with its block."""
+    from types import SimpleNamespace
+
+    from kgit.engine.measuring.sealed import harness_world, one_commit_cache
+
+    campaign = SimpleNamespace(manifest=SimpleNamespace(env={}))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+
+    def caches() -> list[str]:
+        worlds = [harness_world(campaign, tree) for _ in range(2)]  # type: ignore[arg-type]
+        try:
+            return [w.env["TRITON_CACHE_DIR"] for w in worlds]
+        finally:
+            for world in worlds:
+                world.close()
+
+    apart = caches()
+    assert apart[0] != apart[1]
+    with one_commit_cache():
+        shared = caches()
+        assert shared[0] == shared[1]
+        assert Path(shared[0]).parent.is_dir()
+    assert not Path(shared[0]).parent.exists()
+    assert len(set(caches())) == 2

@@ -13,7 +13,7 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.interleaved import require_reference_passes, sample_pairs
 from kgit.engine.measuring.passes import HarnessError, Measurement
 from kgit.engine.measuring.policy import policy_of
-from kgit.engine.measuring.sealed import sealed
+from kgit.engine.measuring.sealed import one_commit_cache, sealed
 from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.engine.measuring.target import Calibrated, Pick
 from kgit.engine.measuring.worktree import measuring_tree
@@ -43,7 +43,7 @@ def calibrate(
     # Both trees are checked out and built before the device is taken (timing only holds it).
     tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
     what = f"campaign {campaign.name}: baseline and calibration"
-    with sealed(campaign, (tree, candidate), what, say):
+    with sealed(campaign, (tree, candidate), what, say), one_commit_cache():
         return _calibrated(campaign, commit, (tree, candidate), pick, say, echo=echo)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -78,8 +79,29 @@ def sealed(campaign: Campaign, trees: Sequence[Path], what: str, say: Say) -> It
 
 
 def harness_world(campaign: Campaign, tree: Path, extra: dict[str, str] | None = None) -> World:
-    """A fresh world for one harness process in TREE (the caller closes it)."""
-    return open_world(tree, campaign.manifest.env, {**_kgit_knobs(), RUN_ENV: "1", **(extra or {})})
+    """A fresh world for one harness process in TREE (the caller closes it); inside
+    `one_commit_cache`, its compile caches are the block's."""
+    knobs = {**_kgit_knobs(), RUN_ENV: "1", **(extra or {})}
+    return open_world(tree, campaign.manifest.env, knobs, _one_commit[-1] if _one_commit else None)
+
+
+_one_commit: list[Path] = []
+
+
+@contextmanager
+def one_commit_cache() -> Iterator[None]:
+    """Inside, every harness process shares one compile cache, removed when the block ends. Only
+    for a block whose processes all run one commit (the baseline's pass and its calibration: on
+    an H100 each of its six processes compiled the RMSNorm's kernels again, 5-6 s on its first
+    shape). One commit's code could already tell its processes apart by the tree each runs in,
+    so a shared cache gives it nothing new; a round's two sides never share one."""
+    folder = Path(tempfile.mkdtemp(prefix="kgit-one-commit-cache-"))
+    _one_commit.append(folder)
+    try:
+        yield
+    finally:
+        _one_commit.remove(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def world_facts(world: World) -> dict[str, str]:

@@ -22,6 +22,10 @@ So what a measuring process sees is decided here, from an allowlist, by construc
   read.
 - **Its home, temporary folder and compile caches** (Triton's, torch's, CUDA's) are private to
   the process and removed with it: nothing one process compiles or leaves is read by another.
+  One exception, `shared_cache`: the processes of a block that all run one commit (the
+  baseline's pass and its A/A calibration) share one compile cache, removed with the block.
+  Whatever that cache could let one of them do to another, the same code could already do at
+  run time (it reads the tree it runs in); a round's two sides never share one.
 
 What a process could still do, write files that another process or a later round reads, is found
 by `kgit/engine/measuring/watch.py`.
@@ -97,10 +101,14 @@ class World:
 
 
 def open_world(
-    tree: Path, declared: Mapping[str, str], extra: Mapping[str, str] | None = None
+    tree: Path,
+    declared: Mapping[str, str],
+    extra: Mapping[str, str] | None = None,
+    shared_cache: Path | None = None,
 ) -> World:
     """A fresh world for a process that runs in TREE: kgit's measuring code copied, a private
-    home, and its environment (`sealed_env`). The caller closes it."""
+    home, its compile caches (SHARED_CACHE's instead where given: see the module's docstring),
+    and its environment (`sealed_env`). The caller closes it."""
     require_no_shadow(tree)
     root = Path(tempfile.mkdtemp(prefix="kgit-world-"))
     try:
@@ -112,7 +120,7 @@ def open_world(
         mark = root / "copied.mark"
         mark.write_bytes(b"")
         world = World(root, digest, copied_ns=mark.stat().st_ctime_ns)
-        world.env = sealed_env(world, tree, declared, extra)
+        world.env = sealed_env(world, tree, declared, extra, shared_cache or root / "cache")
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -124,12 +132,14 @@ def sealed_env(
     tree: Path,
     declared: Mapping[str, str],
     extra: Mapping[str, str] | None = None,
+    cache: Path | None = None,
 ) -> dict[str, str]:
     """The environment of a process in WORLD: PASSED from the caller, kgit's own, DECLARED (the
-    manifest's `env:`), then EXTRA (kgit's protocol variables)."""
+    manifest's `env:`), then EXTRA (kgit's protocol variables); its compile caches under CACHE
+    (the world's own by default)."""
     env = {name: os.environ[name] for name in PASSED if name in os.environ}
     env.setdefault("PATH", os.defpath)
-    cache = world.root / "cache"
+    cache = cache or world.root / "cache"
     env.update(
         HOME=str(world.root / "home"),
         TMPDIR=str(world.root / "tmp"),
