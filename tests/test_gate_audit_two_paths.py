@@ -94,7 +94,7 @@ def test_a_kernel_nobody_launches_is_unreached_never_survived(two_paths_repo: Pa
     git(two_paths_repo, "add", "test_import.py")
     git(two_paths_repo, "commit", "-qm", "a gate that launches nothing")
     _init(two_paths_repo, "c1", "test_import.py")
-    data, err = _audit("c1", 50)
+    data, err = _audit("c1", 100)
     by_kernel: dict[str, set[str]] = {}
     for m in data["mutants"]:
         by_kernel.setdefault(m["function"], set()).add(m["outcome"])

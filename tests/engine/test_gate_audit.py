@@ -75,7 +75,7 @@ def test_a_strong_gate_catches_every_mutant(kernel_repo: Path) -> None:
     code, data, err = _audit("--max", "4")
     assert code == 0, err
     assert data["tried"] == 4 and data["caught"] == 4 and data["survived"] == 0
-    assert {m["kind"] for m in data["mutants"]} == {"denominator", "boundary", "arith"}  # type: ignore[union-attr]
+    assert {m["kind"] for m in data["mutants"]} == {"denominator", "bound", "arith", "boundary"}  # type: ignore[union-attr]
     assert "WARNING" not in err and "[4/4]" in err
     denominator = next(m for m in data["mutants"] if m["kind"] == "denominator")  # type: ignore[union-attr]
     assert (
