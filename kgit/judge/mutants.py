@@ -86,10 +86,10 @@ def choose(mutants: list[Mutant], count: int) -> list[Mutant]:
 
 def draw(mutants: list[Mutant], count: int, tiers: Callable[[Mutant], int]) -> list[Mutant]:
     """COUNT mutants, tier by tier (TIERS(mutant): 0 first; the gate audit's tiers are where the
-    code runs, kgit/judge/reach.py); in each tier the kinds in turn across all its kernels (a
-    tier of four kernels does not give four mutants of one kind), each kind's turn going to the
-    kernel with the fewest mutants so far (two kernels the target shapes run both get mutants
-    before either gets a second of a kind they share)."""
+    code runs, kgit/judge/reach.py); in each tier the kernels take turns (two kernels the
+    target shapes run both get a mutant before either gets a second), each taking the kind of
+    its own drawn least so far across the tier, in KINDS' order (four kernels do not give four
+    mutants of one kind), each kind's sites in `choose`'s order."""
     by_tier: dict[int, list[Mutant]] = {}
     for mutant in mutants:
         by_tier.setdefault(tiers(mutant), []).append(mutant)
@@ -101,19 +101,19 @@ def draw(mutants: list[Mutant], count: int, tiers: Callable[[Mutant], int]) -> l
 
 def _in_turn(mutants: list[Mutant]) -> list[Mutant]:
     """Every mutant of MUTANTS, in the draw's order (see `draw`)."""
-    queues: dict[str, dict[str, list[Mutant]]] = {kind: {} for kind in KINDS}
+    queues: dict[str, dict[str, list[Mutant]]] = {}
     for mutant in sorted(mutants, key=_site_key):
-        kernel = f"{mutant.path}:{mutant.function}"
-        queues[mutant.kind].setdefault(kernel, []).append(mutant)
-    taken: dict[str, int] = {}
+        kinds = queues.setdefault(f"{mutant.path}:{mutant.function}", {})
+        kinds.setdefault(mutant.kind, []).append(mutant)
+    drawn = dict.fromkeys(KINDS, 0)
     order: list[Mutant] = []
     while len(order) < len(mutants):
-        for kind in KINDS:
-            ready = [kernel for kernel, sites in queues[kind].items() if sites]
+        for kernel in sorted(queues):
+            ready = [kind for kind in KINDS if queues[kernel].get(kind)]
             if ready:
-                kernel = min(ready, key=lambda k: taken.get(k, 0))
-                taken[kernel] = taken.get(kernel, 0) + 1
-                order.append(queues[kind][kernel].pop(0))
+                kind = min(ready, key=lambda k: (drawn[k], KINDS.index(k)))
+                drawn[kind] += 1
+                order.append(queues[kernel][kind].pop(0))
     return order
 
 

@@ -81,6 +81,7 @@ class KernelFunction:
     line: int
     jit: bool
     calls: frozenset[str]
+    end: int = 0  # its last line (0: not known)
 
 
 def kernel_functions(source: bytes) -> list[KernelFunction]:
@@ -96,7 +97,8 @@ def kernel_functions(source: bytes) -> list[KernelFunction]:
             _call_name(node) for node in ast.walk(function) if isinstance(node, ast.Call)
         )
         jit = any(_is_jit(d) for d in function.decorator_list)
-        found.append(KernelFunction(function.name, function.lineno, jit, calls - {""}))
+        end = function.end_lineno or function.lineno
+        found.append(KernelFunction(function.name, function.lineno, jit, calls - {""}, end))
     return sorted(found, key=lambda f: f.line)
 
 
