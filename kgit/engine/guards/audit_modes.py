@@ -232,9 +232,12 @@ class AuditRun:
             self.trees.append(tree)
 
     def _canaries(self, observed: Observed, allowed: float, budget: Budget) -> None:
-        """A file the gate launched a kernel of is loaded from the tree: its canary would only
-        confirm it. The others get one (a plain Python kernel, a C++ source)."""
-        launched = {path for path, _ in observed.gate.kernels} if observed.gate else set()
+        """A file the gate launched a kernel of, or ran a traced line of, is loaded from the
+        tree: its canary would only confirm it. The others get one (a C++ source, a Python
+        file whose lines were not traced)."""
+        gate = observed.gate
+        launched = {path for path, _ in gate.kernels} if gate else set()
+        launched |= {path for path in gate.traced if gate.lines.get(path)} if gate else set()
         for path in list(self.plan.mutants):
             if path in launched or budget.spent:
                 continue
@@ -267,7 +270,8 @@ class AuditRun:
                      "runs them all")  # fmt: skip
         check_below_tolerance(self.campaign, self.trees[0], self.plan.commit, drawn,
                               self.audit.mutants, budget, self.say,
-                              tails=self.plan.tail_warning is None)  # fmt: skip
+                              tails=self.plan.tail_warning is None,
+                              least_s=(self.audit.control_s or 0.0) if budget.deadline else 0.0)  # fmt: skip
         self.audit.functions = figures(reach.kernels, self.plan, self.audit.mutants)
         self.audit.coverage = coverage(self._every(), reach, self.audit.mutants)
         if self.audit.coverage.get("lines_of"):

@@ -367,6 +367,7 @@ def check_below_tolerance(
     say: Say,
     *,
     tails: bool,
+    least_s: float = 1.0,
 ) -> None:
     """Each survivor the gate ran, in code the target shapes run, through the harness on the
     target shapes, against the unmutated kernel's CSV (kgit/judge/tolerance.py): within its
@@ -374,7 +375,9 @@ def check_below_tolerance(
     a mask, bound, denominator or `other=` mutant is left a survivor: the harness would see
     nothing of it (`/ N` -> `/ BLOCK_N` is exact where N is a power of two). The unmutated
     kernel's CSV is the one recorded at COMMIT (the baseline's), else a harness pass of the
-    unmutated tree, run when first needed."""
+    unmutated tree, run when first needed. No pass starts with LEAST_S seconds or less left
+    before the budget's deadline (the quick audit: a gate run's time): one the deadline kills
+    judges nothing and only overruns the audit."""
     reference = campaign.read_bench(commit)
     for result in results:
         mutant = chosen.get(f"{result.where} {result.mutation}")
@@ -384,7 +387,7 @@ def check_below_tolerance(
             result.note = "not checked against the harness: no target shape has a tail to show it"
             continue
         left = budget.left(campaign.manifest.timeout_s)
-        if left <= 1:
+        if left <= max(1.0, least_s):
             result.note = "not checked against the harness: out of the audit's time"
             continue
         if reference is None:
