@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from kgit.judge.audit_coverage import coverage, covered_words
 from kgit.judge.mutants import mutants_of
@@ -99,19 +102,33 @@ def test_coverage_counts_lines_and_kinds_the_shapes_run() -> None:
     assert spans([3, 4, 5, 9]) == "3-5, 9"
 
 
-def _run_traced(tmp_path: Path, script: str, *, whole: bool) -> list[dict[str, object]]:
+def _run_traced(
+    tmp_path: Path, script: str, *, whole: bool, python: str = sys.executable
+) -> list[dict[str, object]]:
     (tmp_path / "k.py").write_bytes(SOURCE)
     (tmp_path / "main.py").write_text(script)
     log = tmp_path / "log.jsonl"
     env = {**os.environ, "KGIT_LAUNCH_LOG": str(log), "KGIT_TRACE_LINES": "k.py"}
     if whole:
         env["PYTHONPATH"] = str(launch_hook_dir())
-    subprocess.run([sys.executable, "main.py"], cwd=tmp_path, env=env, check=True)
+    subprocess.run([python, "main.py"], cwd=tmp_path, env=env, check=True)
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def test_the_recorder_traces_a_whole_process(tmp_path: Path) -> None:
-    records = _run_traced(tmp_path, "import k\nk.norm([1.0], 8)\n", whole=True)
+# sys.monitoring on 3.12+, sys.settrace before: the recorder needs nothing but the interpreter.
+def _runs(python: str) -> bool:
+    found = shutil.which(python)
+    return (
+        bool(found) and subprocess.run([python, "-c", "pass"], capture_output=True).returncode == 0
+    )
+
+
+OTHER_PYTHONS = [p for p in ("python3.12", "python3.13") if _runs(p)]
+
+
+@pytest.mark.parametrize("python", [sys.executable, *OTHER_PYTHONS])
+def test_the_recorder_traces_a_whole_process(tmp_path: Path, python: str) -> None:
+    records = _run_traced(tmp_path, "import k\nk.norm([1.0], 8)\n", whole=True, python=python)
     (lines,) = [r for r in records if "lines" in r]
     assert lines["complete"] is True
     ran = set(lines["lines"][str((tmp_path / "k.py").resolve())])  # type: ignore[index]
