@@ -151,3 +151,13 @@ def test_a_harness_traces_only_its_checks(tmp_path: Path) -> None:
     (lines,) = [r for r in records if "lines" in r]
     ran = set(lines["lines"][str((tmp_path / "k.py").resolve())])  # type: ignore[index]
     assert 3 in ran and not ran & set(NARROW)  # the untraced narrow call is not there
+
+
+def test_cheap_tracing_logs_no_lines_where_only_settrace_could(tmp_path: Path) -> None:
+    os.environ["KGIT_TRACE_LINES_BY"] = "monitoring"
+    try:
+        records = _run_traced(tmp_path, "import k\nk.norm([1.0], 8)\n", whole=True)
+    finally:
+        del os.environ["KGIT_TRACE_LINES_BY"]
+    has_monitoring = hasattr(sys, "monitoring")
+    assert any("lines" in r for r in records) == has_monitoring

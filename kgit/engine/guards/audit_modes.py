@@ -132,7 +132,9 @@ class AuditRun:
         with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
             log = Path(scratch) / "gate.jsonl"
             env = (
-                recording(gate_env(campaign, tree), log, self.traced(tree))
+                # The control runs beside the first mutants within two gate runs of time: its
+                # lines are traced only where that is cheap (sys.monitoring, Python 3.12+).
+                recording(gate_env(campaign, tree), log, self.traced(tree), cheap=True)
                 if self.kernels
                 else gate_env(campaign, tree)
             )

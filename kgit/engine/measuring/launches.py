@@ -23,11 +23,15 @@ from kgit.resources import launch_hook_dir
 
 LAUNCH_LOG_ENV = "KGIT_LAUNCH_LOG"  # the recorder's own names for them: kgit/launch_hook/
 TRACE_LINES_ENV = "KGIT_TRACE_LINES"
+TRACE_HOW_ENV = "KGIT_TRACE_LINES_BY"
 
 
-def recording(env: dict[str, str], log: Path, trace: list[Path] | None = None) -> dict[str, str]:
+def recording(
+    env: dict[str, str], log: Path, trace: list[Path] | None = None, *, cheap: bool = False
+) -> dict[str, str]:
     """ENV with the recorder first on PYTHONPATH, logging to LOG (emptied first); TRACE: the
-    files whose lines it records as they run (the kernel's Python sources)."""
+    files whose lines it records as they run (the kernel's Python sources); CHEAP: only where
+    it costs next to nothing (sys.monitoring, Python 3.12+)."""
     log.write_text("")
     # The recorder from kgit's copy in the process's world (kgit/engine/measuring/world.py):
     # never the installed one, whose bytecode a kernel may have rewritten.
@@ -37,6 +41,7 @@ def recording(env: dict[str, str], log: Path, trace: list[Path] | None = None) -
         hook = launch_hook_dir()
     path = os.pathsep.join(filter(None, [str(hook), env.get("PYTHONPATH")]))
     traced = {TRACE_LINES_ENV: os.pathsep.join(map(str, trace))} if trace else {}
+    traced |= {TRACE_HOW_ENV: "monitoring"} if trace and cheap else {}
     return {**env, "PYTHONPATH": path, LAUNCH_LOG_ENV: str(log), **traced}
 
 
