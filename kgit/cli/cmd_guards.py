@@ -96,7 +96,9 @@ def gate() -> None:
 @click.option(
     "--max",
     "count",
-    type=click.IntRange(1, 50),
+    # 200: with the operand kinds a two-kernel file has some 50 sites; every one of them may be
+    # asked for, each a gate run at most.
+    type=click.IntRange(1, 200),
     metavar="N",
     help="Mutants to run the gate on [default: the manifest's gate_audit_mutants, or 6 when "
     "that is 0].",
@@ -139,7 +141,7 @@ def gate_audit(
     reported "unreached by the gate and by the target shapes" and not run.
     A mutant the gate fails on is caught (a hang counts as caught); one it passes has
     SURVIVED: a bug the gate cannot see, unless the harness's reference check passes it
-    on every target shape too ("below tolerance"). Python/Triton files are mutated through their
+    on every target shape too ("equivalent on the target shapes"). Python/Triton files are mutated through their
     syntax tree, C/C++/CUDA/HIP files by tokens (with rebuild_command, a mutant that does
     not build is set aside, not counted). The same source always gives the same mutants.
     Also warns when no target shape has a tail (every M, N, K a multiple of the

@@ -4,12 +4,17 @@ A gate that does not exercise the kernel passes anything. The audit plants one s
 (a mutant) and runs the gate on it: a mutant the gate passes has *survived*, and names a bug the
 gate cannot see. The mutations are the bugs kernel rounds actually make:
 
+- `sign`: an input's term of a sum with its sign turned (`+ b` -> `- b`: passes tests that use
+  a zero bias, as upstream LayerNorm tests do);
 - `denominator`: a reduction divided by the wrong count (`tl.sum(x * x) / N` -> `/ BLOCK_N`, the
   padded block width: right only when N is a power of two; seen passing a real project's gate);
+- `operand`: an input dropped from a sum or a product (`x * w` -> `x`: passes unit weights);
+- `bound`: a mask's or a bound's limit off by one (`cols < N` -> `cols < N - 1`);
 - `arith`: an arithmetic operator swapped (`+` <-> `-`, `*` -> `+`, `/` -> `*`);
 - `boundary`: a bounds check off by one (`rows < M` -> `rows <= M`);
 - `mask`: a load or store without its mask (and `other=`): an out-of-bounds access;
-- `constant`: an integer constant off by one;
+- `swap`: two arguments swapped (`where(c, a, b)` -> `where(c, b, a)`, `a - b` -> `b - a`);
+- `constant`: an integer constant off by one, a float 0.0 <-> 1.0;
 - `other`: masked-off lanes of a load that feeds a reduction or a dot read another value
   (`other=0.0` -> `other=1.0`).
 
@@ -45,11 +50,14 @@ __all__ = [
     "python_mutants",
 ]
 
-# The order in which kinds are drawn: the first mutants of an audit are the most telling ones.
-KINDS = ("denominator", "arith", "boundary", "mask", "constant", "other")
+# The order in which kinds are drawn: the first mutants of an audit are the most telling ones,
+# the holes real tests were seen to have first (a zero bias, power-of-two widths, a unit weight,
+# no ragged edge); a quick audit may judge only one or two.
+KINDS = ("sign", "denominator", "operand", "bound", "arith", "boundary", "mask", "swap",
+         "constant", "other")  # fmt: skip
 # The kinds whose harm lives in a tail (a ragged edge, the padded lanes): shapes without one
 # cannot show it, so a harness run on such shapes cannot vouch for them.
-TAIL_KINDS = frozenset({"denominator", "boundary", "mask", "other"})
+TAIL_KINDS = frozenset({"denominator", "bound", "boundary", "mask", "other"})
 
 PYTHON_SUFFIXES = (".py",)
 CPP_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hip", ".inl")
@@ -70,39 +78,43 @@ def mutants_of(path: str, source: bytes) -> list[Mutant]:
 
 
 def choose(mutants: list[Mutant], count: int) -> list[Mutant]:
-    """COUNT mutants drawn round-robin over KINDS (so a handful covers each kind), each kind's
+    """COUNT mutants drawn with the kinds in turn (so a handful covers each kind), each kind's
     sites in a fixed pseudo-random order (a hash of the site): the same source gives the same
     choice, and the choice spreads over the file rather than taking its first lines."""
-    by_kind: dict[str, list[Mutant]] = {kind: [] for kind in KINDS}
-    for mutant in mutants:
-        by_kind[mutant.kind].append(mutant)
-    for sites in by_kind.values():
-        sites.sort(key=_site_key)
-    chosen: list[Mutant] = []
-    while len(chosen) < count and any(by_kind.values()):
-        for kind in KINDS:
-            if by_kind[kind] and len(chosen) < count:
-                chosen.append(by_kind[kind].pop(0))
-    return chosen
+    return _in_turn(mutants)[:count]
 
 
 def draw(mutants: list[Mutant], count: int, tiers: Callable[[Mutant], int]) -> list[Mutant]:
     """COUNT mutants, tier by tier (TIERS(mutant): 0 first; the gate audit's tiers are where the
-    code runs, kgit/judge/reach.py), each tier's kernels taken in turn (so two kernels the
-    target shapes run both get mutants before either gets a second), each kernel's mutants in
-    `choose`'s order."""
-    by_tier: dict[int, dict[str, list[Mutant]]] = {}
+    code runs, kgit/judge/reach.py); in each tier the kernels take turns (two kernels the
+    target shapes run both get a mutant before either gets a second), each taking the kind of
+    its own drawn least so far across the tier, in KINDS' order (four kernels do not give four
+    mutants of one kind), each kind's sites in `choose`'s order."""
+    by_tier: dict[int, list[Mutant]] = {}
     for mutant in mutants:
-        functions = by_tier.setdefault(tiers(mutant), {})
-        functions.setdefault(f"{mutant.path}:{mutant.function}", []).append(mutant)
+        by_tier.setdefault(tiers(mutant), []).append(mutant)
     chosen: list[Mutant] = []
     for tier in sorted(by_tier):
-        queues = [choose(group, len(group)) for group in by_tier[tier].values()]
-        while len(chosen) < count and any(queues):
-            for queue in queues:
-                if queue and len(chosen) < count:
-                    chosen.append(queue.pop(0))
-    return chosen
+        chosen += _in_turn(by_tier[tier])
+    return chosen[:count]
+
+
+def _in_turn(mutants: list[Mutant]) -> list[Mutant]:
+    """Every mutant of MUTANTS, in the draw's order (see `draw`)."""
+    queues: dict[str, dict[str, list[Mutant]]] = {}
+    for mutant in sorted(mutants, key=_site_key):
+        kinds = queues.setdefault(f"{mutant.path}:{mutant.function}", {})
+        kinds.setdefault(mutant.kind, []).append(mutant)
+    drawn = dict.fromkeys(KINDS, 0)
+    order: list[Mutant] = []
+    while len(order) < len(mutants):
+        for kernel in sorted(queues):
+            ready = [kind for kind in KINDS if queues[kernel].get(kind)]
+            if ready:
+                kind = min(ready, key=lambda k: (drawn[k], KINDS.index(k)))
+                drawn[kind] += 1
+                order.append(queues[kernel][kind].pop(0))
+    return order
 
 
 def _site_key(mutant: Mutant) -> str:

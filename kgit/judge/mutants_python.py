@@ -12,6 +12,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from kgit.judge.mutants_operands import input_names, operand_sites, sign_turned
 from kgit.judge.mutation import Mutant, NotMutable, short
 
 # Each swap keeps the operands' type (an integer offset stays an integer: `rows * stride` ->
@@ -49,17 +50,23 @@ def python_mutants(path: str, source: bytes) -> list[Mutant]:
         ) from None
     offsets = _line_offsets(source)
     found: list[Mutant] = []
+    seen: set[tuple[int, int, bytes]] = set()
     for function in _kernel_functions(tree):
         names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
         names |= {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-        scope = _Scope(names, _loads_feeding_reductions(function))
+        jit = any(_is_jit(d) for d in function.decorator_list)
+        inputs = input_names(function, jit)
+        scope = _Scope(names, _loads_feeding_reductions(function), inputs)
         for statement in function.body:
             if isinstance(statement, _NESTED):
                 continue  # a nested function is one of the functions walked on its own
             for node, parent in _walk_with_parent(statement):
                 for kind, new, text in _python_sites(node, parent, scope):
                     mutant = _splice(path, source, offsets, node, new, kind, text)
-                    if mutant is not None:
+                    # Two kinds may make the same change (`x * x` without either operand): once.
+                    key = (mutant.start, mutant.end, mutant.replacement) if mutant else None
+                    if mutant is not None and key not in seen:
+                        seen.add(key)  # type: ignore[arg-type]
                         found.append(replace(mutant, function=function.name))
     return sorted(found, key=lambda m: (m.start, m.kind))
 
@@ -74,6 +81,7 @@ class KernelFunction:
     line: int
     jit: bool
     calls: frozenset[str]
+    end: int = 0  # its last line (0: not known)
 
 
 def kernel_functions(source: bytes) -> list[KernelFunction]:
@@ -89,7 +97,8 @@ def kernel_functions(source: bytes) -> list[KernelFunction]:
             _call_name(node) for node in ast.walk(function) if isinstance(node, ast.Call)
         )
         jit = any(_is_jit(d) for d in function.decorator_list)
-        found.append(KernelFunction(function.name, function.lineno, jit, calls - {""}))
+        end = function.end_lineno or function.lineno
+        found.append(KernelFunction(function.name, function.lineno, jit, calls - {""}, end))
     return sorted(found, key=lambda f: f.line)
 
 
@@ -97,6 +106,7 @@ def kernel_functions(source: bytes) -> list[KernelFunction]:
 class _Scope:
     names: set[str]  # every name of the function: its BLOCK_* parameters among them
     feeding: set[int]  # ids of the load calls whose value reaches a reduction or a dot
+    inputs: set[str]  # the names holding what the kernel reads (kgit/judge/mutants_operands.py)
 
 
 def _loads_feeding_reductions(function: ast.AST) -> set[int]:
@@ -182,12 +192,16 @@ def _python_sites(
                 f"`{sign} {short(ast.unparse(node.right))}` -> `{sign} {short(shown)}`",
             )
         new_op = _ARITH[type(node.op)]()
+        if sign_turned(node, scope.inputs):  # the same change, drawn as that input's sign
+            yield from operand_sites(node, scope.inputs)
+            return
         yield (
             "arith",
             ast.BinOp(node.left, new_op, node.right),
             f"`{_ARITH_SIGN[type(node.op)]}` -> `{_ARITH_SIGN[type(new_op)]}` in "
             f"`{short(ast.unparse(node), 50)}`",
         )
+        yield from operand_sites(node, scope.inputs)
     elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _BOUNDARY:
         new_cmp = ast.Compare(node.left, [_BOUNDARY[type(node.ops[0])]()], node.comparators)
         yield (
@@ -195,6 +209,7 @@ def _python_sites(
             new_cmp,
             f"`{short(ast.unparse(node))}` -> `{short(ast.unparse(new_cmp))}`",
         )
+        yield from operand_sites(node, scope.inputs)
     elif isinstance(node, ast.Call) and _call_name(node) in _MASKED_CALLS:
         keywords = {k.arg: k for k in node.keywords}
         call = f"{short(_dotted(node.func), 20)}(...)"
@@ -206,6 +221,10 @@ def _python_sites(
             yield _other_changed(node, keywords["other"], call)
     elif (value := _mutable_int(node, parent)) is not None:
         yield "constant", ast.Constant(value + 1), f"`{value}` -> `{value + 1}`"
+    elif (number := _zero_or_one(node, parent)) is not None:
+        yield "constant", ast.Constant(1.0 - number), f"`{number!r}` -> `{1.0 - number!r}`"
+    else:
+        yield from operand_sites(node, scope.inputs)
 
 
 def _other_changed(call: ast.Call, other: ast.keyword, shown: str) -> tuple[str, ast.expr, str]:
@@ -267,6 +286,16 @@ def _mutable_int(node: ast.AST, parent: ast.AST | None) -> int | None:
     if isinstance(parent, ast.Tuple | ast.List):  # shapes like (BLOCK_M, 1)
         return None
     return node.value
+
+
+def _zero_or_one(node: ast.AST, parent: ast.AST | None) -> float | None:
+    """NODE's value when it is a float 0.0 or 1.0 worth swapping for the other (`other=` has
+    its own kind, which knows when masked-off lanes matter)."""
+    if not isinstance(node, ast.Constant) or type(node.value) is not float:
+        return None
+    if node.value not in (0.0, 1.0) or (isinstance(parent, ast.keyword) and parent.arg == "other"):
+        return None
+    return float(node.value)
 
 
 def _line_offsets(source: bytes) -> list[int]:

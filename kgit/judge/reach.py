@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kgit.judge.mutants_python import KernelFunction
+from kgit.judge.mutation import Mutant
 
 # Where a function stands, in the order the audit mutates: code the campaign's target shapes
 # run first (the code a round edits), then code only the gate runs, then code whose reach is
@@ -34,6 +36,11 @@ class Launches:
     tests: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # kernel -> tests
     outside: set[str] = field(default_factory=set)  # kernels' files outside the tree
     errors: list[str] = field(default_factory=list)
+    # The lines of the traced files that ran (path in the tree -> line numbers), and the files
+    # whose every trace was complete (no other tool took the trace function over): only for
+    # those is a line that did not run known not to have run.
+    lines: dict[str, set[int]] = field(default_factory=dict)
+    traced: set[str] = field(default_factory=set)
 
 
 def parse_launches(text: str, roots: Iterable[str]) -> Launches:
@@ -43,6 +50,7 @@ def parse_launches(text: str, roots: Iterable[str]) -> Launches:
     found = Launches()
     prefixes = [root.rstrip("/") + "/" for root in roots]
     started = patched = False
+    partial: set[str] = set()
     for line in text.splitlines():
         try:
             record = json.loads(line)
@@ -54,10 +62,12 @@ def parse_launches(text: str, roots: Iterable[str]) -> Launches:
         patched |= "patched" in record
         if "error" in record:
             found.errors.append(str(record["error"]))
+        own = [str(record["cwd"]).rstrip("/") + "/"] if record.get("cwd") else []
+        if isinstance(record.get("lines"), dict):
+            _read_lines(found, partial, record, [*prefixes, *own])
         if "kernel" not in record:
             continue
         path = str(record.get("file", ""))
-        own = [str(record["cwd"]).rstrip("/") + "/"] if record.get("cwd") else []
         inside = next((path[len(p) :] for p in [*prefixes, *own] if path.startswith(p)), None)
         if inside is None:
             found.outside.add(path)
@@ -66,7 +76,19 @@ def parse_launches(text: str, roots: Iterable[str]) -> Launches:
         found.kernels.add(key)
         found.tests.setdefault(key, set()).add(str(record.get("test") or ""))
     found.recorded = started and patched
+    found.traced -= partial
     return found
+
+
+def _read_lines(
+    found: Launches, partial: set[str], record: dict[str, Any], prefixes: list[str]
+) -> None:
+    for path, lines in record["lines"].items():
+        inside = next((path[len(p) :] for p in prefixes if str(path).startswith(p)), None)
+        if inside is None or not isinstance(lines, list):
+            continue
+        (found.traced if record.get("complete") is True else partial).add(inside)
+        found.lines.setdefault(inside, set()).update(n for n in lines if isinstance(n, int))
 
 
 @dataclass(frozen=True)
@@ -78,6 +100,9 @@ class Reach:
     line: int
     shapes: bool | None
     gate: bool | None
+    # Whether SHAPES and GATE were read from the lines that ran (one mutant's lines, LINE its
+    # first), not from the function's launches.
+    by_line: bool = False
 
     @property
     def tier(self) -> str:
@@ -92,6 +117,13 @@ class Reach:
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"
+
+    @property
+    def unrun(self) -> str:
+        """What never runs, in words: the kernel (never launched) or the line."""
+        if self.by_line:
+            return f"line {self.where} (in {self.function}) never runs"
+        return f"{self.function} ({self.where}) is never launched"
 
 
 def reach_of(
@@ -186,9 +218,86 @@ def describe(reach: list[Reach]) -> list[str]:
     if gateless:
         lines.append(f"the gate never runs {named(gateless)}, which the target shapes run")
     lines += [
-        f"unreached by the gate and by the target shapes: {r.function} ({r.where}) is never "
-        "launched"
+        f"unreached by the gate and by the target shapes: {r.unrun}"
         for r in known
         if r.tier == UNREACHED
     ]
     return lines
+
+
+@dataclass
+class ReachMap:
+    """Who runs each mutant's code: its function's launches, refined to the mutant's own lines
+    where a run traced them (Python code: a plain torch kernel, a Triton kernel under the
+    interpreter, the launcher around a GPU kernel). SOURCES: each file's bytes, for the lines
+    a mutant spans."""
+
+    functions: dict[str, list[KernelFunction]]
+    sources: dict[str, bytes]
+    shapes: Launches | None
+    gate: Launches | None
+
+    def __post_init__(self) -> None:
+        self.kernels = reach_of(self.functions, self.shapes, self.gate)
+        self._reach = {(r.path, r.function): r for r in self.kernels}
+        self._defs = {(p, f.name): f for p, listed in self.functions.items() for f in listed}
+
+    def of(self, mutant: Mutant) -> Reach | None:
+        function = self._reach.get((mutant.path, mutant.function or ""))
+        if function is None:
+            return None
+        source = self.sources.get(mutant.path, b"")
+        span = range(mutant.line, source[: mutant.end].count(b"\n") + 2)
+        kernel = self._defs.get((mutant.path, function.function))
+        body = range(kernel.line + 1, kernel.end + 1) if kernel and kernel.end else range(0)
+        shapes, by_shapes = _line_ran(function.shapes, self.shapes, mutant.path, span, body)
+        gate, by_gate = _line_ran(function.gate, self.gate, mutant.path, span, body)
+        if not (by_shapes or by_gate) or (shapes, gate) == (function.shapes, function.gate):
+            return function  # the lines tell no more than the launches: the kernel's words
+        return Reach(mutant.path, function.function, mutant.line, shapes, gate, by_line=True)
+
+
+def _line_ran(
+    launched: bool | None, run: Launches | None, path: str, span: range, body: range
+) -> tuple[bool | None, bool]:
+    """Whether RUN ran a line of SPAN, and whether its lines tell (else LAUNCHED stands)."""
+    if run is None or path not in run.traced:
+        return launched, False
+    ran = run.lines.get(path, set())
+    if launched and not ran.intersection(body):
+        return launched, False  # launched, its body not run as Python: a kernel on a GPU
+    return not ran.isdisjoint(span), True
+
+
+def describe_lines(mutants: list[Mutant], reach: ReachMap) -> list[str]:
+    """The lines with mutation sites, per file, that the target shapes run and the gate never
+    does (not checked by the gate), and that neither runs (unreached), in words."""
+    found: dict[tuple[str, str], set[int]] = {}
+    for mutant in mutants:
+        r = reach.of(mutant)
+        if r is None or not r.by_line:
+            continue
+        if r.shapes and r.gate is False:
+            found.setdefault((mutant.path, NOT_CHECKED_WORDS), set()).add(mutant.line)
+        elif r.tier == UNREACHED:
+            found.setdefault(
+                (mutant.path, "unreached: run by neither the gate nor the target shapes"), set()
+            ).add(mutant.line)
+    return [
+        f"{path} lines {spans(sorted(lines))}: {words}"
+        for (path, words), lines in sorted(found.items())
+    ]
+
+
+NOT_CHECKED_WORDS = "not checked by the gate: the target shapes run them, the gate never does"
+
+
+def spans(lines: list[int]) -> str:
+    """Sorted LINES as runs: [3, 4, 5, 9] -> "3-5, 9"."""
+    runs: list[list[int]] = []
+    for line in lines:
+        if runs and line == runs[-1][1] + 1:
+            runs[-1][1] = line
+        else:
+            runs.append([line, line])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

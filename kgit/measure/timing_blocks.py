@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from kgit.launch_hook.sitecustomize import traced_lines
 from kgit.measure.budget import Budget, budget, gib, give_back
 from kgit.measure.fresh_inputs import fresh_inputs, reseed
 from kgit.measure.timing_core import (
@@ -119,13 +120,17 @@ def block_mode(
 
 def once_per_shape(compute: Callable[[], T]) -> T:
     """COMPUTE's result; in block mode computed on the shape's first block only (a correctness
-    check need not run again on every block of the same kernel in the same process)."""
+    check need not run again on every block of the same kernel in the same process). The lines
+    of the kernel it runs are what the target shapes run, for the gate audit, when kgit asks
+    (kgit/launch_hook/): the check runs the kernel as the timed calls do, and is not timed."""
     block = _block.get()
     if block is None:
-        return compute()
+        with traced_lines():
+            return compute()
     key = block.next_key()
     if key not in _kept:
-        _kept[key] = compute()
+        with traced_lines():
+            _kept[key] = compute()
     result: T = _kept[key]
     return result
 

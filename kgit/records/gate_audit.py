@@ -12,10 +12,12 @@ from typing import Any
 
 from kgit.errors import KgitError
 
+# 3: "below tolerance" is EQUIVALENT, `below_tolerance` counts are `equivalent`; `drawn` and
+# `coverage`. Version 2 reads with those renamed and the new fields empty (`from_dict`).
 # 2: each mutant's kernel function and reach, UNREACHED and BELOW_TOLERANCE, the per-kernel
 # figures (`functions`), the launches (`reach`) and the audit's mode. A version-1 audit reads
 # with those empty (`from_dict`).
-AUDIT_VERSION = 2
+AUDIT_VERSION = 3
 
 # A mutant's outcome. A mutant that hangs the gate until its timeout counts as caught: a hang
 # fails a gate. One whose rebuild fails never reached the gate and counts for neither side.
@@ -24,8 +26,10 @@ CAUGHT, TIMED_OUT, SURVIVED, NOT_BUILT = "caught", "timed out", "survived", "not
 # would pass any gate and says nothing about this one.
 UNREACHED = "unreached"
 # A mutant the gate passed whose results the harness's own reference check also passes on every
-# target shape (`+ eps` -> `- eps`): a change below the gate's tolerance, not a hole in it.
-BELOW_TOLERANCE = "below tolerance"
+# target shape, within tolerance (`+ eps` -> `- eps`, a boundary between two paths that no
+# shape sits on): equivalent on these shapes, not a hole in the gate.
+EQUIVALENT = "equivalent on the target shapes"
+_OLD_EQUIVALENT = "below tolerance"  # its name up to version 2
 UNREACHED_WORDS = "unreached by the gate and by the target shapes"
 
 
@@ -52,11 +56,11 @@ class KernelFigures:
     shapes: bool | None  # the target shapes launch it (None: not known)
     gate: bool | None  # the gate launches it
     sites: int = 0
-    tried: int = 0  # judged: caught + survived + below tolerance
+    tried: int = 0  # judged: caught + survived + equivalent
     caught: int = 0
     survived: int = 0
     unreached: int = 0
-    below_tolerance: int = 0
+    equivalent: int = 0
 
 
 @dataclass
@@ -83,6 +87,10 @@ class GateAudit:
     mode: str = "full"
     budget_s: float | None = None  # the quick audit's wall-time allowance
     not_run: int = 0  # drawn mutants left unjudged (the budget ran out, or a survivor came first)
+    drawn: int = 0  # the mutants drawn: those in `mutants` and the `not_run`
+    # What the judged mutants covered (kgit/judge/audit_coverage.py): {of, lines, lines_of,
+    # kinds, kinds_of}; empty before version 3.
+    coverage: dict[str, Any] = field(default_factory=dict)
     functions: list[KernelFigures] = field(default_factory=list)
     reach: list[str] = field(default_factory=list)  # what the shapes and the gate run, in words
 
@@ -95,8 +103,8 @@ class GateAudit:
         return [m for m in self.mutants if m.outcome == UNREACHED]
 
     @property
-    def below_tolerance(self) -> list[MutantResult]:
-        return [m for m in self.mutants if m.outcome == BELOW_TOLERANCE]
+    def equivalent(self) -> list[MutantResult]:
+        return [m for m in self.mutants if m.outcome == EQUIVALENT]
 
     @property
     def caught(self) -> int:
@@ -130,7 +138,10 @@ class GateAudit:
             "survived": len(self.survivors),
             "survivors": [f"{m.where} {m.kind} {m.mutation}" for m in self.survivors],
             "unreached": len(self.unreached),
-            "below_tolerance": len(self.below_tolerance),
+            "equivalent": len(self.equivalent),
+            "drawn": self.drawn,
+            "not_run": self.not_run,
+            "coverage": self.coverage,
             "functions": [asdict(f) for f in self.functions],
             "reach": self.reach,
             "unexercised": self.unexercised,
@@ -149,10 +160,22 @@ class GateAudit:
                 hint="upgrade kgit (pip install -U kgit), or run kgit gate audit again",
             )
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        known["mutants"] = [_known(MutantResult, m) for m in data.get("mutants") or []]
-        known["functions"] = [_known(KernelFigures, f) for f in data.get("functions") or []]
+        known["mutants"] = [_known(MutantResult, _renamed(m)) for m in data.get("mutants") or []]
+        known["functions"] = [
+            _known(KernelFigures, _renamed(f)) for f in data.get("functions") or []
+        ]
         known["schema_version"] = AUDIT_VERSION  # version 1 lacks only what defaults fill in
         return cls(**known)
+
+
+def _renamed(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-2 mutant or kernel's figures with "below tolerance" read as EQUIVALENT."""
+    data = dict(data)
+    if data.get("outcome") == _OLD_EQUIVALENT:
+        data["outcome"] = EQUIVALENT
+    if "below_tolerance" in data:
+        data.setdefault("equivalent", data.pop("below_tolerance"))
+    return data
 
 
 def _known(cls: Any, data: dict[str, Any]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.judge.audit_coverage import covered_words
 from kgit.records.notes import ACCEPTING
 
 
@@ -27,12 +28,16 @@ def audit_line(audit: dict[str, Any] | None) -> str:
     never = "".join(f"; the gate never loads {path}" for path in audit["unexercised"])
     aside = "".join(
         f", {audit[key]} {words}"
-        for key, words in (("below_tolerance", "below tolerance"), ("unreached", "unreached"))
+        for key, words in (("equivalent", "equivalent on the shapes"), ("unreached", "unreached"))
         if audit.get(key)
     )
+    covered = covered_words(audit.get("coverage") or {})
+    covered = f"; covered {covered}" if covered else ""
+    unrun = audit.get("not_run") or 0
+    unrun_words = f", {unrun} of {audit.get('drawn') or unrun} drawn not run" if unrun else ""
     return (
         f"gate audit: {audit['caught']} of {audit['tried']} mutants caught{survived}{aside}"
-        f"{never}\n"
+        f"{unrun_words}{covered}{never}\n"
     )
 
 

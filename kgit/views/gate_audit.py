@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.judge.audit_coverage import covered_words
 from kgit.records.gate_audit import SURVIVED, UNREACHED_WORDS, GateAudit
 from kgit.views.document import FAIL_MARK, PASS_MARK, Block, Bullets, Heading, Para, Table
 from kgit.views.lineage import github_table
@@ -20,8 +21,9 @@ def audit_data(audit: GateAudit) -> dict[str, Any]:
         "timed_out": audit.timed_out,
         "survived": len(audit.survivors),
         "unreached": len(audit.unreached),
-        "below_tolerance": len(audit.below_tolerance),
+        "equivalent": len(audit.equivalent),
         "weak": audit.weak,
+        "drawn": audit.drawn,
     }
     return {**audit.to_dict(), **counts}
 
@@ -48,19 +50,46 @@ def counts_line(data: dict[str, Any]) -> str:
     extra = [
         f"{data[key]} {words}"
         for key, words in (
-            ("below_tolerance", "below the gate's tolerance"),
+            (
+                "equivalent",
+                "equivalent on the target shapes (no shape's result changes beyond tolerance)",
+            ),
             ("unreached", f"{UNREACHED_WORDS} (not run)"),
-            ("not_run", "not run (out of time, or after a survivor in the same kernel)"),
         )
         if data.get(key)
     ]
+    covered = covered_words(data.get("coverage") or {})
+    extra += [f"covered {covered}"] if covered else []
+    if data.get("not_run"):
+        extra.append(
+            f"{data['not_run']} of {data.get('drawn') or data['not_run']} drawn not run (out of "
+            "time, or after a survivor in the same kernel)"
+        )
     return f"caught {data['caught']} of {data['tried']}{hangs}; survived {data['survived']}" + (
         "; " + "; ".join(extra) if extra else ""
     )
 
 
+def verdict(data: dict[str, Any]) -> str:
+    """The audit's verdict, saying what it covered: a pass over a few mutants is no more."""
+    if data["survived"]:
+        return f"{NO} the gate passed {data['survived']} wrong kernel(s)."
+    covered = covered_words(data.get("coverage") or {})
+    coverage = data.get("coverage") or {}
+    partial = coverage.get("lines", 0) < coverage.get("lines_of", 0) or len(
+        coverage.get("kinds", [])
+    ) < len(coverage.get("kinds_of", []))
+    return (
+        f"{OK} the gate caught all {data['caught']} mutant(s) it was given"
+        + (f", on {covered}" if covered else "")
+        + (f"; {data['not_run']} drawn not run" if data.get("not_run") else "")
+        + ("; the rest is not judged (kgit gate audit --max N draws more)" if partial else "")
+        + "."
+    )
+
+
 FIGURE_HEADERS = ["kernel", "where", "shapes", "gate", "sites", "tried", "caught", "survived",
-                  "unreached", "below tol."]  # fmt: skip
+                  "unreached", "equivalent"]  # fmt: skip
 
 
 def _ran(value: bool | None) -> str:
@@ -77,7 +106,7 @@ def figure_rows(data: dict[str, Any]) -> list[list[str]]:
             _ran(f["gate"]),
             *(
                 str(f[k])
-                for k in ("sites", "tried", "caught", "survived", "unreached", "below_tolerance")
+                for k in ("sites", "tried", "caught", "survived", "unreached", "equivalent")
             ),
         ]
         for f in data.get("functions") or []
@@ -140,10 +169,5 @@ def report_blocks(data: dict[str, Any] | None, best_commit: str) -> list[Block]:
             blocks.append(Table(FIGURE_HEADERS, figure_rows(data)))
         headers = ["#", "where", "kind", "mutation", "outcome", "caught by, or why", "s"]
         blocks.append(Table(headers, _rows(data)))
-        verdict = (
-            f"{NO} the gate passed {data['survived']} wrong kernel(s)."
-            if data["survived"]
-            else f"{OK} the gate caught every mutant it was given."
-        )
-        blocks.append(Para(verdict))
+        blocks.append(Para(verdict(data)))
     return blocks

@@ -7,7 +7,15 @@ import ast
 
 import pytest
 
-from kgit.judge.mutants import KINDS, Mutant, NotMutable, choose, cpp_mutants, mutants_of
+from kgit.judge.mutants import (
+    KINDS,
+    Mutant,
+    NotMutable,
+    choose,
+    cpp_mutants,
+    draw,
+    mutants_of,
+)
 
 TRITON = b"""\
 import triton
@@ -66,7 +74,9 @@ def test_a_mutant_changes_only_its_expression() -> None:
 
 def test_parentheses_keep_precedence() -> None:
     source = b"def f(a, b, c):\n    return a * (b + c)\n"
-    swapped = next(m for m in mutants_of("f.py", source) if "`+` -> `-`" in m.description)
+    # `c`, a parameter, is an input of a plain Python kernel: its sign turned is a `sign` mutant.
+    swapped = next(m for m in mutants_of("f.py", source) if m.kind == "sign")
+    assert swapped.description == "`+ c` -> `- c` in `b + c`"
     namespace: dict[str, object] = {}
     exec(swapped.apply(source), namespace)
     assert namespace["f"](2, 3, 4) == 2 * (3 - 4)  # type: ignore[operator]
@@ -108,11 +118,54 @@ def test_nested_functions_are_mutated_once_and_strings_never() -> None:
 
 def test_the_draw_is_deterministic_and_covers_each_kind_first() -> None:
     mutants = mutants_of("k.py", TRITON)
-    first = choose(mutants, len(KINDS))
-    assert first == choose(list(reversed(mutants)), len(KINDS))
-    assert [m.kind for m in first] == list(KINDS)
+    present = [kind for kind in KINDS if any(m.kind == kind for m in mutants)]
+    first = choose(mutants, len(present))
+    assert first == choose(list(reversed(mutants)), len(present))
+    assert [m.kind for m in first] == present
     assert len(choose(mutants, 100)) == len(mutants)
     assert choose(mutants, 0) == []
+
+
+LAYER_NORM = b"""\
+@triton.jit
+def ln(x_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(x_ptr + cols, mask=mask, other=0.0)
+    centered = tl.where(mask, x - tl.sum(x, axis=0) / N, 0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
+    tl.store(y_ptr + cols, centered * w + b, mask=mask)
+"""
+
+
+def test_the_operators_that_find_what_zero_bias_and_unit_weight_hide() -> None:
+    found = _by_kind(mutants_of("ln.py", LAYER_NORM))
+    # Only the loaded input's term: not `N + eps`-like scalars, not pointer arithmetic.
+    assert found["sign"] == ["`+ b` -> `- b` in `centered * w + b`"]
+    assert "`+` -> `-` in `centered * w + b`" not in found["arith"]  # the same change, once
+    assert found["operand"] == [
+        "`centered * w + b` -> `centered * w`",
+        "`centered * w` -> `centered`",
+    ]
+    assert found["bound"] == ["`cols < N` -> `cols < N - 1`"]
+    assert any("-> `tl.where(mask, 0.0, x - " in d for d in found["swap"])
+    assert "`x - tl.sum(x, axis=0) / N` -> `tl.sum(x, axis=0) / N - x`" in found["swap"]
+    assert "`0.0` -> `1.0`" in found["constant"]  # the where's fill; never a load's `other=`
+    assert found["constant"].count("`0.0` -> `1.0`") == 1
+    # A quick audit judges one or two mutants: the bias's sign is the first drawn.
+    assert choose(mutants_of("ln.py", LAYER_NORM), 1)[0].description.startswith("`+ b` -> `- b`")
+
+
+def test_the_draw_takes_kinds_in_turn_across_kernels() -> None:
+    four = b"".join(
+        b"@jit\ndef k%d(p, q):\n    return tl.load(p) * %d + q\n" % (i, i) for i in range(4)
+    )
+    mutants = mutants_of("k.py", four)
+    first = draw(mutants, 4, lambda m: 0)
+    # Three kinds in all (operand, arith, constant): each before any kind comes again...
+    assert [m.kind for m in first] == ["operand", "arith", "constant", "operand"]
+    assert len({m.function for m in first}) == 4  # ...and each kernel gets one
 
 
 def test_a_file_with_nothing_to_mutate_or_that_does_not_parse() -> None:

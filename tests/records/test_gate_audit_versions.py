@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kgit.errors import KgitError
-from kgit.records.gate_audit import AUDIT_VERSION, BELOW_TOLERANCE, UNREACHED, GateAudit
+from kgit.records.gate_audit import AUDIT_VERSION, EQUIVALENT, UNREACHED, GateAudit
 
 VERSION_1 = {
     "campaign": "c1",
@@ -54,18 +54,29 @@ def test_a_version_1_audit_reads_with_empty_figures() -> None:
     assert GateAudit.from_dict(audit.to_dict()).to_dict() == audit.to_dict()
 
 
-def test_unreached_and_below_tolerance_are_neither_tried_nor_survived() -> None:
+def test_unreached_and_equivalent_are_neither_tried_nor_survived() -> None:
     data = dict(VERSION_1, schema_version=AUDIT_VERSION)
     data["mutants"] = [
         dict(VERSION_1["mutants"][0], outcome=UNREACHED),  # type: ignore[index]
-        dict(VERSION_1["mutants"][0], outcome=BELOW_TOLERANCE),  # type: ignore[index]
+        dict(VERSION_1["mutants"][0], outcome=EQUIVALENT),  # type: ignore[index]
     ]
     audit = GateAudit.from_dict(data)
     assert audit.tried == 1 and audit.survivors == [] and not audit.weak
-    assert len(audit.unreached) == 1 and len(audit.below_tolerance) == 1
+    assert len(audit.unreached) == 1 and len(audit.equivalent) == 1
 
 
 def test_a_newer_audit_is_refused() -> None:
     with pytest.raises(KgitError, match="this kgit reads up to") as refused:
         GateAudit.from_dict(dict(VERSION_1, schema_version=AUDIT_VERSION + 1))
     assert "upgrade kgit" in (refused.value.hint or "")
+
+
+def test_a_version_2_audit_reads_below_tolerance_as_equivalent() -> None:
+    data = dict(VERSION_1, schema_version=2)
+    data["mutants"] = [dict(VERSION_1["mutants"][0], outcome="below tolerance")]  # type: ignore[index]
+    data["functions"] = [{"path": "k.py", "function": "f", "line": 1, "shapes": True, "gate": True}]
+    data["functions"][0]["below_tolerance"] = 1  # type: ignore[index]
+    audit = GateAudit.from_dict(data)
+    assert audit.mutants[0].outcome == EQUIVALENT and len(audit.equivalent) == 1
+    assert audit.functions[0].equivalent == 1
+    assert audit.coverage == {} and audit.drawn == 0

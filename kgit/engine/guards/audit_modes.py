@@ -31,13 +31,14 @@ from kgit.engine.guards.audit_run import (
 from kgit.engine.guards.audit_tree import extra_tree, gate_env, gate_with, parallel_trees
 from kgit.engine.measuring.launches import baseline_log, read_launches, recording
 from kgit.engine.runner import CommandResult, start_command
+from kgit.judge.audit_coverage import coverage, covered_words
 from kgit.judge.mutants import CPP_SUFFIXES, PYTHON_SUFFIXES, Mutant, draw
 from kgit.judge.mutants_python import KernelFunction
-from kgit.judge.reach import Reach, describe, reach_of, unrelated_tests
+from kgit.judge.reach import Launches, Reach, ReachMap, describe, describe_lines, unrelated_tests
 from kgit.progress import Say
 from kgit.records.gate_audit import (
-    BELOW_TOLERANCE,
     CAUGHT,
+    EQUIVALENT,
     SURVIVED,
     TIMED_OUT,
     UNREACHED,
@@ -88,14 +89,22 @@ class AuditRun:
 
     @property
     def kernels(self) -> bool:
-        """Whether kernel_source has Triton kernels (only their launches are recorded)."""
-        return any(f.jit for listed in self.plan.functions.values() for f in listed)
+        """Whether kernel_source has Python code, whose Triton kernels' launches and lines
+        run are recorded (C++ sources are not)."""
+        return bool(self.plan.functions)
+
+    def traced(self, tree: Path) -> list[Path]:
+        """The Python kernel files of TREE, whose lines the recorder traces."""
+        return [tree / path for path in self.plan.functions]
+
+    def _map(self, shapes: Launches | None, gate: Launches | None) -> ReachMap:
+        return ReachMap(self.plan.functions, self.plan.sources, shapes, gate)
 
     def full(self) -> CommandResult:
         """Control and launches, canaries, every drawn mutant, survivors against the harness;
         returns the control's result."""
         observed = observe(self.campaign, self.trees[0], record=self.kernels,
-                           meanwhile=self._more_trees)  # fmt: skip
+                           trace=self.traced(self.trees[0]), meanwhile=self._more_trees)  # fmt: skip
         if not self._control_passed(observed.control):
             return observed.control
         reach = self._reach(observed)
@@ -106,7 +115,7 @@ class AuditRun:
                     self.say)  # fmt: skip
         pool.leave_out = self._leave_out(observed)
         pool.run(queue[: self.count])
-        self._finish(pool, reach, queue, Budget())
+        self._finish(pool, reach, Budget())
         return observed.control
 
     def quick(self) -> CommandResult:
@@ -115,15 +124,17 @@ class AuditRun:
         budget = self._quick_budget()
         shapes = read_launches(baseline_log(campaign), tree) if self.kernels else None
         notes = []
-        if self.kernels and (shapes is None or not shapes.recorded):
-            notes.append("what the target shapes launch was not recorded by the baseline's "
+        if self.kernels and (shapes is None or not (shapes.recorded or shapes.traced)):
+            notes.append("what the target shapes run was not recorded by the baseline's "
                          "harness pass (a harness not built on kgit.measure?); kgit gate audit "
                          "records it")  # fmt: skip
             shapes = None
         with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
             log = Path(scratch) / "gate.jsonl"
             env = (
-                recording(gate_env(campaign, tree), log)
+                # The control runs beside the first mutants within two gate runs of time: its
+                # lines are traced only where that is cheap (sys.monitoring, Python 3.12+).
+                recording(gate_env(campaign, tree), log, self.traced(tree), cheap=True)
                 if self.kernels
                 else gate_env(campaign, tree)
             )
@@ -134,7 +145,7 @@ class AuditRun:
             except BaseException:  # a failed checkout (or an interrupt) leaves no gate running
                 started.kill()
                 raise
-            first = self._queue(reach_of(self.plan.functions, shapes, None), self._every())
+            first = self._queue(self._map(shapes, None), self._every())
             settled: dict[str, Observed] = {}
 
             def settle(result: CommandResult, queue: Queue) -> Queue | None:
@@ -145,10 +156,10 @@ class AuditRun:
                     return None
                 pool.allowed, pool.least_s = self._allowed(result), result.seconds / 2
                 pool.leave_out = self._leave_out(settled["observed"])
-                left = [m for m in self._every() if m not in pool.taken]
-                return self._queue(self._reach(settled["observed"]), left)[
-                    : max(0, self.count - len(pool.taken))
-                ]
+                # The whole draw again, less what was taken: the kinds go on in turn.
+                again = self._queue(self._reach(settled["observed"]), self._every())
+                left = [(m, r) for m, r in again if m not in pool.taken]
+                return left[: max(0, self.count - len(pool.taken))]
 
             allowed = self.timeout_s or campaign.manifest.timeout_s
             pool = Pool(campaign, self.trees, self.plan.sources, allowed, budget, True, self.say)
@@ -158,8 +169,7 @@ class AuditRun:
         if pool.void:
             return observed.control
         self._canaries(observed, self._allowed(observed.control), budget)
-        reach = reach_of(self.plan.functions, observed.shapes, observed.gate)
-        self._finish(pool, reach, first, budget)
+        self._finish(pool, self._map(observed.shapes, observed.gate), budget)
         return observed.control
 
     def _leave_out(self, observed: Observed) -> Callable[[Mutant], list[str]]:
@@ -174,15 +184,10 @@ class AuditRun:
     def _every(self) -> list[Mutant]:
         return [m for sites in self.plan.mutants.values() for m in sites]
 
-    def _queue(self, reach: list[Reach], mutants: list[Mutant]) -> Queue:
+    def _queue(self, reach: ReachMap, mutants: list[Mutant]) -> Queue:
         """MUTANTS in the draw's order for REACH (all of them: the count is cut by the caller)."""
-        where = {(r.path, r.function): r for r in reach}
-
-        def reach_of_mutant(m: Mutant) -> Reach | None:
-            return where.get((m.path, m.function or ""))
-
-        chosen = draw(mutants, len(mutants), lambda m: tier_of(reach_of_mutant(m)))
-        return [(m, reach_of_mutant(m)) for m in chosen]
+        chosen = draw(mutants, len(mutants), lambda m: tier_of(reach.of(m)))
+        return [(m, reach.of(m)) for m in chosen]
 
     def _control_passed(self, control: CommandResult) -> bool:
         self.audit.control_s = round(control.seconds, 3)
@@ -196,9 +201,10 @@ class AuditRun:
         )
         return False
 
-    def _reach(self, observed: Observed) -> list[Reach]:
-        reach = reach_of(self.plan.functions, observed.shapes, observed.gate)
-        self.audit.reach = [*observed.notes, *describe(reach)]
+    def _reach(self, observed: Observed) -> ReachMap:
+        reach = self._map(observed.shapes, observed.gate)
+        lines = describe_lines(self._every(), reach)
+        self.audit.reach = [*observed.notes, *describe(reach.kernels), *lines]
         for line in self.audit.reach:
             self.say(f"gate audit: {line}")
         return reach
@@ -228,9 +234,12 @@ class AuditRun:
             self.trees.append(tree)
 
     def _canaries(self, observed: Observed, allowed: float, budget: Budget) -> None:
-        """A file the gate launched a kernel of is loaded from the tree: its canary would only
-        confirm it. The others get one (a plain Python kernel, a C++ source)."""
-        launched = {path for path, _ in observed.gate.kernels} if observed.gate else set()
+        """A file the gate launched a kernel of, or ran a traced line of, is loaded from the
+        tree: its canary would only confirm it. The others get one (a C++ source, a Python
+        file whose lines were not traced)."""
+        gate = observed.gate
+        launched = {path for path, _ in gate.kernels} if gate else set()
+        launched |= {path for path in gate.traced if gate.lines.get(path)} if gate else set()
         for path in list(self.plan.mutants):
             if path in launched or budget.spent:
                 continue
@@ -239,19 +248,16 @@ class AuditRun:
                 self.audit.unexercised.append(path)
                 del self.plan.mutants[path]
 
-    def _finish(self, pool: Pool, reach: list[Reach], queue: Queue, budget: Budget) -> None:
+    def _finish(self, pool: Pool, reach: ReachMap, budget: Budget) -> None:
         """Results (less those of files the gate never loads), survivors against the
-        harness, the per-kernel figures."""
-        where = {(r.path, r.function): r for r in reach}
-        drawn = {f"{m.where} {m.description}": m for m, _ in queue}
+        harness, the per-kernel figures, what the judged mutants covered."""
+        drawn = {f"{m.where} {m.description}": m for m in self._every()}
         never = set(self.audit.unexercised)
         self.audit.mutants = []
         for result in pool.results:
             path = result.where.rsplit(":", 1)[0]
-            found, mutant = (
-                where.get((path, result.function or "")),
-                drawn.get(f"{result.where} {result.mutation}"),
-            )
+            mutant = drawn.get(f"{result.where} {result.mutation}")
+            found = reach.of(mutant) if mutant is not None else None
             if path in never:
                 continue
             if mutant is not None:
@@ -259,14 +265,19 @@ class AuditRun:
             result.reach = result.reach or (found.tier if found else None)
             self.audit.mutants.append(result)
         self.audit.not_run = pool.not_run
+        self.audit.drawn = len(self.audit.mutants) + pool.not_run
         if pool.not_run:
             self.say(f"gate audit: {pool.not_run} drawn mutant(s) not run (a survivor came first "
                      "in their kernel, or the audit's time ran out); kgit gate audit --max N "
                      "runs them all")  # fmt: skip
         check_below_tolerance(self.campaign, self.trees[0], self.plan.commit, drawn,
                               self.audit.mutants, budget, self.say,
-                              tails=self.plan.tail_warning is None)  # fmt: skip
-        self.audit.functions = figures(reach, self.plan, self.audit.mutants)
+                              tails=self.plan.tail_warning is None,
+                              least_s=(self.audit.control_s or 0.0) if budget.deadline else 0.0)  # fmt: skip
+        self.audit.functions = figures(reach.kernels, self.plan, self.audit.mutants)
+        self.audit.coverage = coverage(self._every(), reach, self.audit.mutants)
+        if self.audit.coverage.get("lines_of"):
+            self.say(f"gate audit: covered {covered_words(self.audit.coverage)}")
 
 
 def figures(reach: list[Reach], plan: Plan, results: list[MutantResult]) -> list[KernelFigures]:
@@ -283,11 +294,11 @@ def figures(reach: list[Reach], plan: Plan, results: list[MutantResult]) -> list
                 r.shapes,
                 r.gate,
                 sites=sum(m.function == r.function for m in plan.mutants.get(r.path, [])),
-                tried=sum(o in (CAUGHT, TIMED_OUT, SURVIVED, BELOW_TOLERANCE) for o in outcomes),
+                tried=sum(o in (CAUGHT, TIMED_OUT, SURVIVED, EQUIVALENT) for o in outcomes),
                 caught=sum(o in (CAUGHT, TIMED_OUT) for o in outcomes),
                 survived=outcomes.count(SURVIVED),
                 unreached=outcomes.count(UNREACHED),
-                below_tolerance=outcomes.count(BELOW_TOLERANCE),
+                equivalent=outcomes.count(EQUIVALENT),
             )
         )
     return rows

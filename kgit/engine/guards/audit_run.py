@@ -35,8 +35,8 @@ from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach
 from kgit.judge.tolerance import FACTOR, FLOOR, below_tolerance
 from kgit.progress import Say
 from kgit.records.gate_audit import (
-    BELOW_TOLERANCE,
     CAUGHT,
+    EQUIVALENT,
     SURVIVED,
     TIMED_OUT,
     UNREACHED_WORDS,
@@ -44,6 +44,7 @@ from kgit.records.gate_audit import (
 )
 
 POLL_S = 0.05
+NOT_CHECKED = "not checked by the gate"  # a survivor without a run: no test can see it
 PYTEST_NO_TESTS = 5  # pytest's exit status when no test was collected or all were deselected
 _PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
@@ -75,20 +76,27 @@ class Observed:
 
 
 def observe(
-    campaign: Campaign, tree: Path, *, record: bool, meanwhile: Callable[[], None]
+    campaign: Campaign,
+    tree: Path,
+    *,
+    record: bool,
+    trace: list[Path],
+    meanwhile: Callable[[], None],
 ) -> Observed:
     """The control gate and, when RECORD, a harness pass over the target shapes, at once, both
-    recorded; MEANWHILE runs while they do (the other audit trees are checked out then)."""
+    recorded (the lines of TRACE too); MEANWHILE runs while they do (the other audit trees are
+    checked out then)."""
     limit, tether = campaign.manifest.timeout_s, campaign.repo.common_dir
     with tempfile.TemporaryDirectory(prefix="kgit-audit-") as scratch:
         folder = Path(scratch)
         gate_log, shapes_log = folder / "gate.jsonl", folder / "shapes.jsonl"
-        env = recording(gate_env(campaign, tree), gate_log) if record else gate_env(campaign, tree)
+        env = gate_env(campaign, tree)
+        env = recording(env, gate_log, trace) if record else env
         gate = start_command(campaign.manifest.test_command, tree, tether=tether, env=env)
         harness: Started | None = None
         try:
             if record:
-                harness = _start_harness(campaign, tree, folder, shapes_log)
+                harness = _start_harness(campaign, tree, folder, shapes_log, trace)
             meanwhile()
             control = gate.wait(limit)
             ran = harness.wait(limit) if harness else None
@@ -110,13 +118,15 @@ def observe(
         return Observed(control, read_launches(gate_log, tree), shapes, notes)
 
 
-def _start_harness(campaign: Campaign, tree: Path, folder: Path, log: Path) -> Started:
+def _start_harness(
+    campaign: Campaign, tree: Path, folder: Path, log: Path, trace: list[Path]
+) -> Started:
     """One harness pass over the target shapes, its figures thrown away. It takes no device
     lock: like the gate's own tests, it measures nothing that is kept."""
     shapes = folder / "shapes.json"
     shapes.write_text(json.dumps(campaign.manifest.target_shapes))
     command = harness_command(campaign.manifest.quick_command, folder / "summary.csv", shapes)
-    env = recording(gate_env(campaign, tree), log)
+    env = recording(gate_env(campaign, tree), log, trace)
     return start_command(command, tree, tether=campaign.repo.common_dir, env=env)
 
 
@@ -157,7 +167,10 @@ class Pool:
     quick: bool
     say: Say
     judged: list[tuple[int, MutantResult]] = field(default_factory=list)
-    not_run: int = 0
+    # Drawn and left unjudged: after a survivor in their kernel, stopped by the deadline, no
+    # test ran, or never started. A set: the quick audit's queue is drawn again once the
+    # control's record is read, and a mutant counts once however often it was queued.
+    unrun: set[Mutant] = field(default_factory=set)
     survived_in: set[str] = field(default_factory=set)  # kernels with a survivor (quick)
     void: bool = False  # the control failed: no result stands
     taken: set[Mutant] = field(default_factory=set)  # drawn from the queue: run, judged, skipped
@@ -177,7 +190,7 @@ class Pool:
         free = list(self.trees[1:] if control else self.trees)
         try:
             while (queue or running or control) and not self.void:
-                if control and self._control_ended(control, running, queue):
+                if control and self._control_ended(control, queue):
                     free.insert(0, self.trees[0])
                     control = None
                     continue
@@ -201,7 +214,11 @@ class Pool:
                 if started.proc.poll() is None:
                     started.kill()
 
-    def _control_ended(self, control: Control, running: list[_Running], queue: Queue) -> bool:
+    @property
+    def not_run(self) -> int:
+        return len(self.unrun)
+
+    def _control_ended(self, control: Control, queue: Queue) -> bool:
         result = control.started.poll()
         if result is None and time.monotonic() < control.ends:
             return False
@@ -211,6 +228,8 @@ class Pool:
             self.void = True
             return True
         queue[:] = settled
+        # What the first draw left unstarted is drawn again (SETTLED) or no longer drawn.
+        self.unrun &= self.taken
         self.total = len(self.taken) + len(queue)
         return True
 
@@ -220,7 +239,7 @@ class Pool:
             self.taken.add(mutant)
             order = len(self.taken)
             if self.quick and _kernel(mutant) in self.survived_in:
-                self.not_run += 1
+                self.unrun.add(mutant)
                 continue
             judged = _judged_unrun(mutant, reach)
             if judged is not None:
@@ -228,7 +247,7 @@ class Pool:
                 continue
             running.append(self._start(order, mutant, free.pop(0)))
         if queue and self.budget.left(math.inf) <= self.least_s:
-            self.not_run += len(queue)
+            self.unrun.update(mutant for mutant, _ in queue)
             queue.clear()
 
     @property
@@ -256,12 +275,12 @@ class Pool:
     def _finish(self, job: _Running, result: CommandResult) -> None:
         self._restore(job)
         if result.returncode is None and not job.hangs:
-            self.not_run += 1  # stopped by the budget's deadline, not judged
+            self.unrun.add(job.mutant)  # stopped by the budget's deadline, not judged
             self.say(f"gate audit: {job.mutant.where} {job.mutant.description}: stopped, out "
                      "of the audit's time")  # fmt: skip
             return
         if result.returncode == PYTEST_NO_TESTS:
-            self.not_run += 1  # every test left out or deselected: the run judged nothing
+            self.unrun.add(job.mutant)  # every test left out or deselected: judged nothing
             self.say(f"gate audit: {job.mutant.where} {job.mutant.description}: no test ran")
             return
         outcome = SURVIVED if result.ok else TIMED_OUT if result.returncode is None else CAUGHT
@@ -297,16 +316,22 @@ def _judged_unrun(mutant: Mutant, reach: Reach | None) -> MutantResult | None:
     if reach is None:
         return None
     if reach.tier == UNREACHED:
-        note = f"{UNREACHED_WORDS}: {reach.function} ({reach.where}) is never launched"
+        note = f"{UNREACHED_WORDS}: {reach.unrun}"
         return _result(mutant, UNREACHED, None, note=note, reach=reach.tier)
     if reach.tier == SHAPES and reach.gate is False:
-        note = f"not run: the gate never launches {reach.function}, which the target shapes do"
+        note = (
+            f"{NOT_CHECKED}: the target shapes run line {reach.where}, the gate never does"
+            if reach.by_line
+            else f"{NOT_CHECKED}: the gate never launches {reach.function}, which the target "
+            "shapes do"
+        )
         return _result(mutant, SURVIVED, None, note=note, reach=reach.tier)
     if reach.gate is False and reach.shapes is None:
         # Any gate run passes it, so it says nothing of the gate: not a survivor. Whether it is
         # a hole hangs on the target shapes, which this audit could not record.
-        note = (f"not run: the gate never launches {reach.function} ({reach.where}); whether the "
-                "target shapes do was not recorded (kgit gate audit records it)")  # fmt: skip
+        what = f"line {reach.where}" if reach.by_line else f"{reach.function} ({reach.where})"
+        note = (f"not run: the gate never runs {what}; whether the target shapes do was not "
+                "recorded (kgit gate audit records it)")  # fmt: skip
         return _result(mutant, UNREACHED, None, note=note, reach=reach.tier)
     return None
 
@@ -342,14 +367,17 @@ def check_below_tolerance(
     say: Say,
     *,
     tails: bool,
+    least_s: float = 1.0,
 ) -> None:
     """Each survivor the gate ran, in code the target shapes run, through the harness on the
     target shapes, against the unmutated kernel's CSV (kgit/judge/tolerance.py): within its
-    tolerance, it is BELOW_TOLERANCE. Without TAILS (no target shape has one: kgit/judge/tails.py)
+    tolerance, it is EQUIVALENT on these shapes. Without TAILS (no target shape has one: kgit/judge/tails.py)
     a mask, bound, denominator or `other=` mutant is left a survivor: the harness would see
     nothing of it (`/ N` -> `/ BLOCK_N` is exact where N is a power of two). The unmutated
     kernel's CSV is the one recorded at COMMIT (the baseline's), else a harness pass of the
-    unmutated tree, run when first needed."""
+    unmutated tree, run when first needed. No pass starts with LEAST_S seconds or less left
+    before the budget's deadline (the quick audit: a gate run's time): one the deadline kills
+    judges nothing and only overruns the audit."""
     reference = campaign.read_bench(commit)
     for result in results:
         mutant = chosen.get(f"{result.where} {result.mutation}")
@@ -359,7 +387,7 @@ def check_below_tolerance(
             result.note = "not checked against the harness: no target shape has a tail to show it"
             continue
         left = budget.left(campaign.manifest.timeout_s)
-        if left <= 1:
+        if left <= max(1.0, least_s):
             result.note = "not checked against the harness: out of the audit's time"
             continue
         if reference is None:
@@ -374,14 +402,15 @@ def check_below_tolerance(
             reset(tree)
         below = below_tolerance(table, reference) if table is not None else None
         if below:
-            result.outcome = BELOW_TOLERANCE
+            result.outcome = EQUIVALENT
             result.note = ("the harness's reference check passes it on every target shape, "
                            f"changed by at most {FLOOR:g} or {FACTOR:g}x the kernel's own error")  # fmt: skip
         elif below is False:
             result.note = "the harness's reference check sees it: a hole in the gate"
         else:
             result.note = "not told from a hole: the harness gave no SNR to compare"
-        say(f"gate audit: {result.where} {result.mutation}: {result.note}")
+        said = f"{EQUIVALENT}: {result.note}" if result.outcome == EQUIVALENT else result.note
+        say(f"gate audit: {result.where} {result.mutation}: {said}")
 
 
 def _harness_csv(campaign: Campaign, tree: Path, timeout_s: float) -> bytes | None:

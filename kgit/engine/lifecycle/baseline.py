@@ -13,7 +13,7 @@ from kgit.engine.guards.audit import audit_at_baseline
 from kgit.engine.guards.gate import frozen_files, gate_failure, gate_files, record_gate, run_tests
 from kgit.engine.guards.trust import require_trusted
 from kgit.engine.measuring.calibration import baseline_pass
-from kgit.engine.measuring.launches import baseline_log, harness_records
+from kgit.engine.measuring.launches import baseline_log, harness_records, traced_sources
 from kgit.engine.measuring.passes import Measurement, require_clean
 from kgit.engine.measuring.physical_floor import impossible, measured_rates
 from kgit.engine.measuring.pyenv import environment
@@ -49,7 +49,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
     # The full pass; under the interleaved policy the A/A calibration follows in the same
     # harness process (a resident harness), so the floors are those of the rounds' blocks.
     # The pass records what the target shapes launch, for the gate audit below (no extra run).
-    with harness_records(baseline_log(campaign)):
+    with harness_records(baseline_log(campaign), traced_sources(manifest.kernel_source)):
         calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
     run, floors = calibrated.first, calibrated.floors
     inactive = _inactive_shapes(manifest, run, say)

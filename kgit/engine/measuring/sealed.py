@@ -36,7 +36,7 @@ from kgit.progress import Say, phase
 from kgit.records.protocol import RUN_ENV
 
 # kgit's own knobs a user may set for the measuring processes (both sides alike).
-_KGIT_PASSED = ("KGIT_LAUNCH_LOG", "KGIT_MEMORY_SHARE", "KGIT_BLOCK_UNITS")
+_KGIT_PASSED = ("KGIT_LAUNCH_LOG", "KGIT_TRACE_LINES", "KGIT_MEMORY_SHARE", "KGIT_BLOCK_UNITS")
 
 
 def taint_file(campaign: Campaign) -> Path:
