@@ -130,7 +130,9 @@ def test_the_baseline_audit_finds_the_bias_sign_unchecked(
     assert audit["drawn"] == len(audit["mutants"]) + audit["not_run"] <= 6
     covered = audit["coverage"]
     assert covered["of"] == "the target shapes run" and 1 <= covered["lines"] <= covered["lines_of"]
-    assert "sign" in covered["kinds"] and "covered 1 of" in result.err
+    # How many mutants fit the deadline varies with the machine's load; the words follow.
+    said = f"covered {covered['lines']} of {covered['lines_of']} lines and {len(covered['kinds'])}"
+    assert "sign" in covered["kinds"] and said in result.err, result.err
     line = _line_of(repo / "layer_norm.py", "centered * rstd * w + b")
     survivors = [m for m in audit["mutants"] if m["outcome"] == "survived"]
     assert any(
