@@ -65,6 +65,14 @@ def test_help_teaches_the_loop() -> None:
     assert "--full" in run_kgit("round", "validate", "--help").out
 
 
+def test_init_help_says_what_the_readme_says_of_notes_and_rebase() -> None:
+    """`kgit init --help` said git would carry kgit's notes through amend and rebase; kgit
+    removes that setting, and a rewritten commit has no verdict until it is validated."""
+    text = " ".join(run_kgit("init", "--help").out.split())
+    assert "notes do not follow an amend or a rebase" in text
+    assert "carry kgit's notes" not in text
+
+
 def test_usage_errors_exit_2() -> None:
     assert run_kgit("round", "frobnicate").code == 2
     assert run_kgit("show").code == 2

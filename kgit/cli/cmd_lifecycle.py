@@ -95,7 +95,8 @@ def init(
     for your confirmation. Without a terminal a missing field is an error that lists
     them all. Then: the best line kgit/NAME/best at HEAD, the manifest recorded under
     refs/kgit/NAME/campaign, the commit gate installed (chaining any existing hook),
-    and git told to carry kgit's notes through amend and rebase.
+    and plain `git log` set to show each round's summary. kgit's notes do not follow an
+    amend or a rebase: the new commit has no verdict until it is validated.
     """
     from kgit.engine.lifecycle.define import load_shapes_file, write_template
     from kgit.engine.lifecycle.init import init_campaign
