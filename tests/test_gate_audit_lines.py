@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.audit_campaigns import audit, init_campaign
 from tests.conftest import git, run_kgit
 
 HERE = Path(__file__).resolve().parent
@@ -38,26 +38,8 @@ def _repo(tmp_path: Path, data: Path, gates: list[str]) -> Path:
     return repo
 
 
-def _init(repo: Path, name: str, kernel: str, gate: str, bench: str, mutants: int = 6) -> None:
-    manifest = {
-        "target_op": "norm",
-        "target_backend": "TRITON",
-        "primary_metric": "Forward GB/s",
-        "decision_policy": "seed",
-        "kernel_source": [kernel],
-        "test_command": f"{sys.executable} -m pytest -q -p no:cacheprovider {gate}",
-        "quick_command": f"{sys.executable} {bench}",
-        "target_shapes": [{"label": "r5x300", "M": 5, "N": 300}],
-        "gate_audit_mutants": mutants,
-    }
-    (repo / "manifest.yaml").write_text(json.dumps(manifest))
-    assert run_kgit("init", name, "-m", "manifest.yaml").code == 0
-
-
-def _audit(name: str, count: int) -> tuple[dict[str, Any], str]:
-    result = run_kgit("-c", name, "gate", "audit", "--max", str(count), "--json")
-    assert result.code == 0, result
-    return json.loads(result.out), result.err
+def _init(repo: Path, name: str, kernel: str, gate: str, bench: str) -> None:
+    init_campaign(repo, name, op="norm", kernel=kernel, gate=gate, bench=bench)
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -73,7 +55,7 @@ def two_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _two_paths_audit(gate: str) -> tuple[dict[str, Any], str]:
     _init(Path.cwd(), "c1", "two_paths_py.py", gate, "bench_two_paths_py.py")
-    data, err = _audit("c1", 50)
+    data, err = audit("c1", 50)
     counts = {k: data.get(k) for k in ("tried", "caught", "survived", "equivalent", "unreached")}
     print(f"{gate}: control {data['control_s']:.1f} s, audit {data['seconds']:.1f} s, {counts}")
     for m in data["mutants"]:

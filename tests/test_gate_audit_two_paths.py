@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.audit_campaigns import audit, init_campaign
 from tests.conftest import git, run_kgit
 
 DATA = Path(__file__).resolve().parent / "two_paths"
@@ -51,26 +51,10 @@ def two_paths_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
-def _init(repo: Path, name: str, test_file: str, mutants: int = 6) -> None:
-    manifest = {
-        "target_op": "rmsnorm",
-        "target_backend": "TRITON",
-        "primary_metric": "Forward GB/s",
-        "decision_policy": "seed",
-        "kernel_source": [KERNEL],
-        "test_command": f"{sys.executable} -m pytest -q -p no:cacheprovider {test_file}",
-        "quick_command": f"{sys.executable} bench_two_paths.py",
-        "target_shapes": [{"label": "r5x300", "M": 5, "N": 300}],
-        "gate_audit_mutants": mutants,
-    }
-    (repo / "manifest.yaml").write_text(json.dumps(manifest))
-    assert run_kgit("init", name, "-m", "manifest.yaml").code == 0
-
-
-def _audit(name: str, count: int) -> tuple[dict[str, Any], str]:
-    result = run_kgit("-c", name, "gate", "audit", "--max", str(count), "--json")
-    assert result.code == 0, result
-    return json.loads(result.out), result.err
+def _init(repo: Path, name: str, test_file: str) -> None:
+    init_campaign(
+        repo, name, op="rmsnorm", kernel=KERNEL, gate=test_file, bench="bench_two_paths.py"
+    )
 
 
 def _figures(data: dict[str, Any], function: str) -> dict[str, Any]:
@@ -94,7 +78,7 @@ def test_a_kernel_nobody_launches_is_unreached_never_survived(two_paths_repo: Pa
     git(two_paths_repo, "add", "test_import.py")
     git(two_paths_repo, "commit", "-qm", "a gate that launches nothing")
     _init(two_paths_repo, "c1", "test_import.py")
-    data, err = _audit("c1", 100)
+    data, err = audit("c1", 100)
     by_kernel: dict[str, set[str]] = {}
     for m in data["mutants"]:
         by_kernel.setdefault(m["function"], set()).add(m["outcome"])
@@ -123,8 +107,8 @@ def test_a_kernel_nobody_launches_is_unreached_never_survived(two_paths_repo: Pa
 def test_the_audit_tells_a_weak_gate_from_a_strong_one(two_paths_repo: Path) -> None:
     _init(two_paths_repo, "weak", "test_weak.py")
     _init(two_paths_repo, "strong", "test_strong.py")
-    weak, weak_err = _audit("weak", 6)
-    strong, strong_err = _audit("strong", 6)
+    weak, weak_err = audit("weak", 6)
+    strong, strong_err = audit("strong", 6)
     for name, data in (("weak", weak), ("strong", strong)):
         counts = {k: data[k] for k in ("tried", "caught", "survived", "equivalent")}
         print(f"{name}: control {data['control_s']:.1f} s, audit {data['seconds']:.1f} s, {counts}")

@@ -136,12 +136,7 @@ class Figures:
         if note.status == BASELINE:
             return ZERO
         own = _estimate(note) if note.aggregate is not None else None
-        before = self._line(note.parent, None) if own is not None else None
-        if own is not None and before is not None:
-            return before.then(own).figure()
-        if note.delta_vs_baseline_pct is None:
-            return None
-        return Figure(note.delta_vs_baseline_pct, FIRST_PASS)
+        return self._chained(own, note.parent, None, note.delta_vs_baseline_pct)
 
     def shape_vs_best(self, note: RoundNote, shape: str) -> Figure | None:
         result = next((s for s in note.shapes if s.label == shape), None)
@@ -158,13 +153,17 @@ class Figures:
             return ZERO if result is not None and result.value is not None else None
         if result is None or result.value is None:
             return None
-        own = _estimate(note, shape)
-        before = self._line(note.parent, shape) if own is not None else None
+        return self._chained(_estimate(note, shape), note.parent, shape, result.vs_baseline_pct)
+
+    def _chained(
+        self, own: _Log | None, parent: str | None, shape: str | None, first_pass: float | None
+    ) -> Figure | None:
+        """OWN chained to the baseline through PARENT's line; where either is missing, the
+        FIRST_PASS change (labelled as such), or none."""
+        before = self._line(parent, shape) if own is not None else None
         if own is not None and before is not None:
             return before.then(own).figure()
-        if result.vs_baseline_pct is None:
-            return None
-        return Figure(result.vs_baseline_pct, FIRST_PASS)
+        return None if first_pass is None else Figure(first_pass, FIRST_PASS)
 
 
 def measured(change_pct: float | None, interval: tuple[float, float] | None) -> Figure | None:
