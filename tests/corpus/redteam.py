@@ -459,6 +459,26 @@ ATTEMPTS = [
         ),
     ),
     Attempt(
+        "replace-best",
+        "`git replace` swaps the best line's commit for one with a 4x slower kernel: every git "
+        "read of the reference's commit then returns the slow tree; the candidate is 2x slower",
+        {"kernel.py": f.SLOW},
+        Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
+        steps=(
+            (
+                "git replace (the best line's commit)",
+                "B=$(git rev-parse kgit/gemm/best) && "
+                f"cat > ../very_slow.py <<'EOF'\n{f.VERY_SLOW}EOF\n"
+                "GIT_INDEX_FILE=../idx git read-tree $B && "
+                "blob=$(git hash-object -w ../very_slow.py) && "
+                "GIT_INDEX_FILE=../idx git update-index --cacheinfo 100644,$blob,kernel.py && "
+                "tree=$(GIT_INDEX_FILE=../idx git write-tree) && "
+                "git replace $B $(git commit-tree $tree -m baseline)",
+            ),
+            AGENT,
+        ),
+    ),
+    Attempt(
         "uniform-only-grouped",
         "grouped GEMM as one bmm: right only when every expert gets the same rows",
         {"grouped.py": f.UNIFORM_ONLY},

@@ -89,7 +89,7 @@ UNDER_DEFAULT = {
     "knows-when-timed", "control-foreign-env", "ld-preload-clock", "pycache-prefix",
     "kgit-bytecode", "reference-bytecode", "memo-on-values", "commit-on-best",
     "best-moved-by-hand", "best-onto-rolled-back", "skip-worktree-harness",
-    "plant-site-packages", "fake-find-on-path",
+    "plant-site-packages", "fake-find-on-path", "replace-best",
 }  # fmt: skip
 
 
