@@ -5,7 +5,8 @@ A gate is written the way its project runs tests: a file, a folder (`pytest -q t
 or a wrapper (`make test`, `tox -e py`, `nox -s tests`, `bash scripts/test.sh`, `ctest`) whose
 recipe kgit cannot see into. Each form freezes what it is known to read: the files and folders
 it names, pytest's configuration file and the `conftest.py` files above what it collects, the
-wrapper's own file; a wrapper is named in `unseen` so the baseline can say what stays unfrozen.
+repository's modules those files import (kgit/judge/gate_imports.py), the wrapper's own file; a
+wrapper is named in `unseen` so the baseline can say what stays unfrozen.
 Pure functions over the command, the commit's file list and a reader of small config files.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from kgit.judge.gate_imports import imported_support
 from kgit.judge.scope import command_paths, in_kernel_source
 
 Read = Callable[[str], str | None]  # a file's text at the commit, None when absent
@@ -73,6 +75,8 @@ def gate_reads(
     if runner == "pytest":
         _pytest_support(reads, named, files, read)
     _wrappers(reads, words, files)
+    for path in imported_support(reads.frozen, files, read, kernel_source):
+        reads.add(path)
     return reads
 
 

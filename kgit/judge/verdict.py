@@ -88,15 +88,41 @@ def fail_reasons(labels: Iterable[str], where: str = "") -> list[str]:
 
 def scope_verdict(outside: list[str], sources: list[str]) -> Verdict:
     """One round, one change to the kernel: files outside `kernel_source` are not measured by
-    anything and may change what the gate or the harness sees."""
-    return Verdict(
-        ROLLED_BACK,
-        OUTSIDE_SCOPE,
-        [
-            f"changed outside kernel_source ({', '.join(sources)}): {', '.join(outside)} "
+    anything and may change what the gate or the harness sees. A test or one of its helpers is
+    the gate's, never the kernel's: declaring it a kernel source would let rounds rewrite the
+    check they are judged by, so its reason says so and names the real way to change a test."""
+    tests = [path for path in outside if is_test_file(path)]
+    others = [path for path in outside if path not in tests]
+    reasons = []
+    if others:
+        reasons.append(
+            f"changed outside kernel_source ({', '.join(sources)}): {', '.join(others)} "
             "(declare them in kernel_source if they are part of the kernel)"
-        ],
-    )
+        )
+    if tests:
+        reasons.append(
+            f"changed a test file outside kernel_source ({', '.join(sources)}): "
+            f"{', '.join(tests)} (tests and their helpers belong to the gate, not the kernel: "
+            "a round changes the kernel only, so commit the kernel change without them; "
+            f"{NEW_GATE})"
+        )
+    return Verdict(ROLLED_BACK, OUTSIDE_SCOPE, reasons)
+
+
+# The one way to judge rounds by other tests: the manifest refuses a new gate mid-campaign.
+NEW_GATE = (
+    "tests that must change need a new campaign, whose baseline freezes them "
+    "(kgit init NEW -m FILE)"
+)
+_TEST_FOLDERS = {"test", "tests", "testing"}
+
+
+def is_test_file(path: str) -> bool:
+    """PATH is a test, a conftest, or a file in a test folder (`tests/utils.py`)."""
+    parts = path.split("/")
+    name = parts[-1]
+    named = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+    return named or any(part in _TEST_FOLDERS for part in parts[:-1])
 
 
 def link_verdict(links: list[str]) -> Verdict:
@@ -119,7 +145,8 @@ def protected_verdict(changed: list[str]) -> Verdict:
         PROTECTED,
         [
             f"protected path changed since baseline: {', '.join(changed)} "
-            "(the harness, the gate's tests and the schema are frozen for the whole campaign)"
+            "(the harness, the gate's tests and the schema are frozen for the whole campaign; "
+            f"{NEW_GATE})"
         ],
     )
 

@@ -72,3 +72,68 @@ def test_wrappers_freeze_their_own_file_and_say_what_they_hide() -> None:
     assert "./scripts/test.sh (not in the repository)" in script.unseen[0]
     assert "tox.ini" not in reads("tox -e py").frozen  # absent from FILES: nothing to freeze
     assert reads("tox -e py").unseen
+
+
+LIGER = {
+    "src/liger/__init__.py",
+    "src/liger/ops/__init__.py",
+    "src/liger/ops/layer_norm.py",
+    "src/liger/ops/utils.py",
+    "test/__init__.py",
+    "test/utils.py",
+    "test/transformers/__init__.py",
+    "test/transformers/test_layer_norm.py",
+    "test/transformers/helpers.py",
+    "conftest.py",
+    "pyproject.toml",
+    "setup.py",
+}
+LIGER_TEXTS = {
+    "conftest.py": "import pytest\nfrom test.utils import set_seed\n",
+    "test/utils.py": "import torch\nfrom liger.ops.utils import ensure\nfrom . import shared\n",
+    "test/transformers/test_layer_norm.py": (
+        "import torch\n"
+        "from liger.ops.layer_norm import LayerNormFunction\n"
+        "from test.utils import assert_verbose_allclose\n"
+        "from .helpers import make_inputs\n"
+        "def test_ln():\n    import setup\n"
+    ),
+    "pyproject.toml": "[tool.pytest.ini_options]\n",
+}
+
+
+def test_the_modules_a_frozen_test_or_conftest_imports_are_frozen_too() -> None:
+    command = "python -m pytest test/transformers/test_layer_norm.py"
+    found = gate_reads(command, LIGER, LIGER_TEXTS.get, ["src/liger/ops/layer_norm.py"])
+    assert found.frozen == [
+        "test/transformers/test_layer_norm.py",
+        "pyproject.toml",
+        "conftest.py",
+        "test/__init__.py",
+        "test/utils.py",
+        "test/transformers/helpers.py",
+        "setup.py",
+    ]
+
+
+def test_imports_into_the_kernel_or_its_package_are_never_frozen() -> None:
+    texts = {**LIGER_TEXTS, "conftest.py": "from src.liger.ops import layer_norm, utils\n"}
+    found = gate_reads(
+        "pytest test/transformers", LIGER, texts.get, ["src/liger/ops/layer_norm.py"]
+    )
+    assert not [p for p in found.frozen if p.startswith("src/")]
+    assert "test/utils.py" in found.frozen  # the test folder's own module, imported from within
+
+
+def test_with_no_kernel_source_only_modules_under_a_test_folder_are_followed() -> None:
+    texts = {"tests/test_k.py": "import kern.rmsnorm\nfrom tests import util\n"}
+    files = {"kern/__init__.py", "kern/rmsnorm.py", "tests/test_k.py", "tests/util.py"}
+    found = gate_reads("pytest tests/test_k.py", files, texts.get, [])
+    assert found.frozen == ["tests/test_k.py", "tests/util.py"]
+
+
+def test_a_frozen_folder_s_imports_outside_it_are_followed() -> None:
+    texts = {"tests/test_a.py": "from helpers.check import close\n", "helpers/check.py": "x = 1\n"}
+    files = {"tests/test_a.py", "helpers/__init__.py", "helpers/check.py", "kern/k.py"}
+    found = gate_reads("pytest tests", files, texts.get, ["kern/k.py"])
+    assert found.frozen == ["tests", "helpers/__init__.py", "helpers/check.py"]

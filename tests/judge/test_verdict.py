@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kgit.judge.scoring import Score
-from kgit.judge.verdict import REMEASURE, seed_verdict
+from kgit.judge.verdict import REMEASURE, protected_verdict, scope_verdict, seed_verdict
 from kgit.records.manifest import Thresholds
 from kgit.records.notes import ACCEPTED, ACCEPTED_TRADEOFF, ROLLED_BACK
 
@@ -72,3 +72,23 @@ def test_thresholds_come_from_the_manifest() -> None:
     strict = Thresholds(core_regression_pct=2.0)
     verdict = seed_verdict([run({"small": 0.97, "mid": 1.1, "large": 1.1})], BEST, strict)
     assert verdict.decision == ROLLED_BACK
+
+
+def test_a_changed_test_file_is_not_told_to_join_kernel_source() -> None:
+    verdict = scope_verdict(["tests/utils.py", "conftest.py", "notes.txt"], ["kern/k.py"])
+    assert verdict.decision == ROLLED_BACK
+    plain, tests = verdict.reasons
+    assert "notes.txt" in plain and "declare them in kernel_source" in plain
+    assert "tests/utils.py, conftest.py" in tests
+    assert "kernel_source if" not in tests
+    assert "new campaign" in tests and "kgit init NEW -m FILE" in tests
+
+
+def test_only_a_test_file_gives_only_the_test_reason() -> None:
+    (reason,) = scope_verdict(["test/test_ln.py"], ["kern/k.py"]).reasons
+    assert "belong to the gate" in reason
+
+
+def test_a_protected_change_names_the_way_to_new_tests() -> None:
+    (reason,) = protected_verdict(["tests/utils.py"]).reasons
+    assert "kgit init NEW -m FILE" in reason
