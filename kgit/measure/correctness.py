@@ -67,6 +67,48 @@ def snr_db(out: torch.Tensor, ref: torch.Tensor) -> float:
     return 10.0 * math.log10(signal / noise)
 
 
+def first_mismatch(out: torch.Tensor, ref: torch.Tensor) -> str:
+    """Where OUT first leaves REF, as a user can look it up: `at (3, 17): got 0.5, expected
+    1.25`. The first element that is not finite or is outside `tolerances` of OUT's dtype (a
+    loose 0.1 for the types it has none for); where every element is within them (a low SNR
+    from many small errors), the element of the largest difference. In chunks, like `snr_db`."""
+    rtol, atol = _TOLERANCES.get(_name(out.dtype), (0.1, 0.1))
+    flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
+    worst, worst_at = -1.0, 0
+    for start in range(0, flat_out.numel(), SNR_CHUNK):
+        out64 = flat_out[start : start + SNR_CHUNK].to(torch.float64)
+        ref64 = flat_ref[start : start + SNR_CHUNK].to(device=out64.device, dtype=torch.float64)
+        bad = ~torch.isclose(out64, ref64, rtol=rtol, atol=atol) | ~torch.isfinite(out64)
+        if bool(bad.any()):
+            at = start + int(bad.nonzero()[0, 0])
+            return _element("first mismatch", out, flat_out, flat_ref, at)
+        diff = (out64 - ref64).abs()
+        if diff.numel() and float(diff.max()) > worst:
+            worst, worst_at = float(diff.max()), start + int(diff.argmax())
+    if worst < 0:
+        return "no element to compare"
+    return _element(
+        f"every element within rtol={rtol:g} atol={atol:g}; largest difference",
+        out,
+        flat_out,
+        flat_ref,
+        worst_at,
+    )
+
+
+def _element(
+    what: str, out: torch.Tensor, flat_out: torch.Tensor, flat_ref: torch.Tensor, at: int
+) -> str:
+    index = []
+    rest = at
+    for size in reversed(out.shape):
+        rest, i = divmod(rest, size)
+        index.append(i)
+    where = ", ".join(str(i) for i in reversed(index))
+    got, expected = float(flat_out[at]), float(flat_ref[at])
+    return f"{what} at ({where}): got {got:.6g}, expected {expected:.6g}"
+
+
 def snr_threshold_db(dtype: torch.dtype) -> float:
     """The SNR (dB) a result computed in `dtype` must exceed to pass."""
     try:

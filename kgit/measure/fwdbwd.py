@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kgit.measure.correctness import poisoned_allocations, reference_dtype, snr_db
+from kgit.measure.correctness import first_mismatch, poisoned_allocations, reference_dtype, snr_db
 from kgit.measure.timing import Timing, once_per_shape, passes_over, time_fn
 
 Op = Callable[..., torch.Tensor]
@@ -44,14 +44,32 @@ def _leaves(inputs: Sequence[torch.Tensor], dtype: torch.dtype | None = None) ->
     return [x.detach().to(dtype or x.dtype).clone().requires_grad_(True) for x in inputs]
 
 
-def forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> list[float]:
+def forward_backward_snr(
+    op: Op,
+    reference: Op,
+    inputs: Sequence[torch.Tensor],
+    *,
+    threshold_db: float | None = None,
+    names: Sequence[str] = (),
+) -> list[float]:
     """SNR (dB) of the output, then of each input's gradient, against `reference` run in the
     device's reference precision on the same values and the same output gradient. A measuring
-    resident harness checks each shape once: its later blocks time the same kernel."""
-    return once_per_shape(lambda: _forward_backward_snr(op, reference, inputs))
+    resident harness checks each shape once: its later blocks time the same kernel.
+
+    With THRESHOLD_DB, each result under it is explained in a warning (the harness prints it
+    under the shape's label): its SNR and where it first differs from the reference, named by
+    NAMES (`out_snr`, `dx_snr`, ...) where given. A FAIL row's figures are NaN: without this,
+    a failed check said nothing of what failed."""
+    return once_per_shape(lambda: _forward_backward_snr(op, reference, inputs, threshold_db, names))
 
 
-def _forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor]) -> list[float]:
+def _forward_backward_snr(
+    op: Op,
+    reference: Op,
+    inputs: Sequence[torch.Tensor],
+    threshold_db: float | None,
+    names: Sequence[str],
+) -> list[float]:
     leaves = _leaves(inputs)
     with poisoned_allocations():
         out = op(*leaves)
@@ -61,12 +79,28 @@ def _forward_backward_snr(op: Op, reference: Op, inputs: Sequence[torch.Tensor])
     ref_leaves = _leaves(inputs, ref_dtype)
     ref_out = reference(*ref_leaves)
     ref_out.backward(grad_out.to(ref_dtype))
-    grads = [leaf.grad for leaf in leaves]
-    ref_grads = [leaf.grad for leaf in ref_leaves]
-    snrs = [snr_db(out, ref_out)]
-    for grad, ref_grad in zip(grads, ref_grads, strict=True):
-        snrs.append(-float("inf") if grad is None or ref_grad is None else snr_db(grad, ref_grad))
+    pairs: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [(out, ref_out)]
+    pairs += [(leaf.grad, ref.grad) for leaf, ref in zip(leaves, ref_leaves, strict=True)]
+    snrs = [-math.inf if got is None or want is None else snr_db(got, want) for got, want in pairs]
+    if threshold_db is not None:
+        for i, ((got, want), snr) in enumerate(zip(pairs, snrs, strict=True)):
+            if snr < threshold_db:
+                name = names[i] if i < len(names) else ("out" if i == 0 else f"input {i}'s grad")
+                _explain_failure(name, snr, threshold_db, got, want)
     return snrs
+
+
+def _explain_failure(
+    name: str, snr: float, threshold_db: float, got: torch.Tensor | None, want: torch.Tensor | None
+) -> None:
+    if got is None or want is None:
+        where = "no gradient" + (" from the kernel" if got is None else " from the reference")
+    else:
+        where = first_mismatch(got, want)
+    warnings.warn(
+        f"check FAIL: {name} {snr:.1f} dB, under the {threshold_db:g} dB it needs; {where}",
+        stacklevel=3,
+    )
 
 
 def wrong_after_timing(

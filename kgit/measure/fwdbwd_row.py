@@ -60,7 +60,9 @@ def fwdbwd_row(
     backward). A FAIL row when the check fails, or when a timed call's output or a call's after
     timing does where the first call passed."""
     threshold = snr_threshold_db(dtype)
-    snrs = forward_backward_snr(op, reference, make_inputs())
+    snrs = forward_backward_snr(
+        op, reference, make_inputs(), threshold_db=threshold, names=schema.snr_columns
+    )
     # An op of more than two inputs (a grouped GEMM's) has its further SNRs checked, not written.
     row: dict[str, object] = {"label": shape["label"], **sizes}
     row.update(zip(schema.snr_columns, snrs, strict=False))

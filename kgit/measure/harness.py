@@ -68,11 +68,10 @@ def _parse(argv: Sequence[str] | None, description: str) -> argparse.Namespace:
 
 
 def _progress(index: int, total: int, row: Row, seconds: float) -> str:
-    metrics = [
-        f"{c}={format_value(v)}"
-        for c, v in row.items()
-        if ("TFLOPS" in c or "GB/s" in c) and not c.endswith("_stddev")
-    ]
+    """A shape's line; a FAIL's names its SNRs first (its rates are NaN, they say nothing)."""
+    snrs = [c for c in row if c.endswith("_snr")] if row["Check"] != PASS else []
+    rates = [c for c in row if ("TFLOPS" in c or "GB/s" in c) and not c.endswith("_stddev")]
+    metrics = [f"{c}={format_value(row[c])}" for c in [*snrs, *rates]]
     return f"[{index}/{total}] {row['label']}: {row['Check']} {' '.join(metrics)} ({seconds:.1f} s)"
 
 

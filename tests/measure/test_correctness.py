@@ -10,6 +10,7 @@ import torch
 from kgit.measure.correctness import (
     allclose,
     check_written,
+    first_mismatch,
     poisoned_allocations,
     poisoned_like,
     reference_dtype,
@@ -127,3 +128,15 @@ def test_allclose_uses_dtype_tolerances() -> None:
 def test_reference_precision() -> None:
     assert reference_dtype("cpu") == torch.float64
     assert reference_dtype("cuda") == torch.float32
+
+
+def test_first_mismatch_names_the_element_a_user_can_look_up() -> None:
+    ref = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    out = ref.clone()
+    out[2, 1] = math.nan
+    out[1, 3] = 100.0
+    assert first_mismatch(out, ref) == "first mismatch at (1, 3): got 100, expected 7"
+    close = ref + 1e-6 * torch.arange(12).reshape(3, 4)  # every element within tolerance
+    assert first_mismatch(close, ref).startswith(
+        "every element within rtol=0.0001 atol=0.0001; largest difference at (2, 3): got 11"
+    )

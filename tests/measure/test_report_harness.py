@@ -332,3 +332,41 @@ def test_a_memory_row_gives_the_op_its_other_operands() -> None:
         other_operands=_bias,
     )  # fmt: skip
     assert wrong["Check"] == "FAIL"
+
+
+def _rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def _wrong_at_one_element(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = _rmsnorm(x, w)
+    return out + torch.where(torch.arange(out.numel()).reshape(out.shape) == 9, 5.0, 0.0)
+
+
+def test_a_failed_check_says_its_snr_and_the_first_mismatching_element(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kgit.measure.memory import memory_row
+
+    def bench(shape: Shape, settings: Settings) -> dict[str, object]:
+        return dict(
+            memory_row(
+                shape,
+                settings,
+                _wrong_at_one_element,
+                reference=_rmsnorm,
+                bytes_moved=lambda m, n, size: (m * n * size, m * n * size),
+            )
+        )
+
+    shapes = tmp_path / "shapes.json"
+    shapes.write_text(json.dumps([{"label": "w", "M": 4, "N": 8}]))
+    argv = ["--summary-csv", str(tmp_path / "o.csv"), "--shapes", str(shapes), "--repeats", "1"]
+    assert run_harness(bench, MEMORY_COLUMNS, default_shapes=lambda d: [], argv=argv) == 1
+    captured = capsys.readouterr()
+    (why,) = [line for line in captured.err.splitlines() if "check FAIL" in line]
+    assert why.startswith("warning: w: check FAIL: out_snr ")
+    assert "under the 50 dB it needs" in why
+    assert "first mismatch at (1, 1): got " in why and ", expected " in why
+    (progress,) = [line for line in captured.out.splitlines() if line.startswith("[1/1]")]
+    assert "FAIL out_snr=" in progress and "Forward GB/s=nan" in progress
