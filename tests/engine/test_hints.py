@@ -42,6 +42,24 @@ def test_after_the_gate_failed_on_a_commit_status_says_fix_it(campaign: Path) ->
     assert data["next_step"].startswith("fix the kernel and commit again")
 
 
+def test_after_validate_s_gate_failed_accept_and_the_record_say_so(campaign: Path) -> None:
+    assert run_kgit("round", "start", "no mask").code == 0
+    (campaign / "kernel.txt").write_text("speed: 120\nBUG\n")
+    assert commit(campaign, "no mask", "--no-verify").returncode == 0
+    assert run_kgit("round", "validate").code != 0
+    refused = run_kgit("round", "accept")
+    assert refused.code != 0 and "failed on the round's commit at validate" in refused.err
+    hint = refused.err.split("hint:", 1)[1]
+    assert "fix the kernel" in hint and "kgit round rollback" in hint
+    assert "kgit round validate (after the last commit)" not in refused.err
+    assert run_kgit("round", "rollback", "--reason", "mask dropped").code == 0
+    (reason,) = run_kgit("show", "2", "--json").json()["note"]["reasons"]
+    assert "before validation" not in reason
+    assert reason.startswith("the correctness gate (`") and "at validate" in reason
+    report = run_kgit("report").out
+    assert "rolled back before validation" not in report and "at validate" in report
+
+
 def test_a_rollback_says_why(campaign: Path) -> None:
     assert run_kgit("round", "start", "bigger tiles").code == 0
     (campaign / "kernel.txt").write_text("speed: 90\n")

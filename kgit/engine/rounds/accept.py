@@ -18,6 +18,8 @@ from kgit.engine.rounds.round import (
     active_labels,
     commit_words,
     current_round,
+    failed_gate,
+    gate_failure_words,
     keep_words,
     leave_round_branch,
     links_out,
@@ -103,6 +105,15 @@ def _recorded_note(campaign: Campaign, open_round: OpenRound, tip: str) -> Round
     note = campaign.read_round(tip)
     if note is not None and note.round == open_round.number:
         return note
+    gate = failed_gate(campaign, tip)
+    if gate is not None:
+        raise KgitError(
+            f"round-{open_round.number} has no verdict: {gate_failure_words(gate)}, so nothing "
+            "was measured",
+            hint=f"fix the kernel, {commit_words(campaign)}, then kgit round validate; or "
+            'kgit round rollback --reason "..."',
+            details=gate.output_tail,
+        )
     shown = note is None and campaign.repo.note_read(campaign.refs.round_notes, tip)
     raise KgitError(
         f"round-{open_round.number}'s commit {tip[:10]} has no verdict kgit recorded"

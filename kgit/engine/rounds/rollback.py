@@ -11,6 +11,8 @@ from kgit.engine.recovery import interrupted_close
 from kgit.engine.rounds.accept import accept_under_lock
 from kgit.engine.rounds.round import (
     current_round,
+    failed_gate,
+    gate_failure_words,
     keep_words,
     leave_round_branch,
     mark_round,
@@ -64,7 +66,7 @@ def rollback_round(
                     metric=current.manifest.primary_metric,
                     parent=open_round.parent,
                     started_at=open_round.started_at,
-                    reasons=["rolled back before validation"],
+                    reasons=[_unmeasured_reason(current, tip)],
                 )
             note.status, note.decided_at = ROLLED_BACK, now()
             note.decision = note.decision or ROLLED_BACK
@@ -93,6 +95,15 @@ def rollback_round(
         "commit": tip if tip != open_round.parent else None,
         "kept_at": campaign.refs.kept(open_round.number) if tip != open_round.parent else None,
     }
+
+
+def _unmeasured_reason(campaign: Campaign, tip: str) -> str:
+    """Why a round with a commit and no verdict has nothing measured: its gate failed (validate
+    stops there), or it was rolled back before anything ran."""
+    gate = failed_gate(campaign, tip)
+    if gate is None:
+        return "rolled back before validation"
+    return f"{gate_failure_words(gate)}: nothing was measured"
 
 
 def _undo_interrupted_accept(campaign: Campaign, open_round: OpenRound, tip: str, say: Say) -> None:

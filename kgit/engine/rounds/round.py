@@ -27,7 +27,7 @@ from kgit.errors import KgitError, UsageError
 from kgit.judge.scope import in_kernel_source, links_out_of_repo
 from kgit.records.evidence import Evidence
 from kgit.records.names import parse_round_branch
-from kgit.records.notes import OpenRound, RoundNote
+from kgit.records.notes import CLEAN_CHECKOUT, GateNote, OpenRound, RoundNote
 
 
 def current_round(campaign: Campaign) -> OpenRound:
@@ -229,6 +229,19 @@ def _claim_round_branch(campaign: Campaign, number: int, parent: str) -> None:
 def protected_changes(campaign: Campaign, commit: str) -> list[str]:
     now_blobs = campaign.repo.path_blobs(commit, list(campaign.state.protected))
     return [path for path, blob in campaign.state.protected.items() if now_blobs.get(path) != blob]
+
+
+def failed_gate(campaign: Campaign, commit: str) -> GateNote | None:
+    """The gate's failure on COMMIT's tree, as kgit recorded it; None when it passed or never
+    ran. validate records it and stops: such a round has a commit and no verdict."""
+    note = campaign.read_gate(campaign.repo.tree_of(commit))
+    return note if note is not None and not note.passed else None
+
+
+def gate_failure_words(gate: GateNote) -> str:
+    """Where and how the gate failed, for a round's reasons and an accept's refusal."""
+    where = " at validate, in kgit's clean checkout" if gate.where == CLEAN_CHECKOUT else ""
+    return f"the correctness gate (`{gate.command}`) failed on the round's commit{where}"
 
 
 def links_out(campaign: Campaign, commit: str, changed: Sequence[str]) -> list[str]:
