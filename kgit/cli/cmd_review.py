@@ -67,8 +67,11 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
 
 @cli.command()
 @json_option
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show each hypothesis whole (the table cuts long ones)."
+)
 @click.pass_obj
-def log(obj: Ctx, as_json: bool) -> None:
+def log(obj: Ctx, as_json: bool, verbose: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
     from kgit.engine.lineage import lineage
     from kgit.engine.reader import CampaignReader
@@ -76,7 +79,11 @@ def log(obj: Ctx, as_json: bool) -> None:
 
     campaign = obj.campaign()
     subset = quick_is_subset(CampaignReader(campaign))
-    emit(lineage(campaign), as_json, lambda rows: render_log(rows, quick_is_subset=subset))
+    emit(
+        lineage(campaign),
+        as_json,
+        lambda rows: render_log(rows, quick_is_subset=subset, whole=verbose),
+    )
 
 
 @cli.command()

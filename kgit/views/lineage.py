@@ -224,9 +224,22 @@ def _baseline_figures(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str:
+# A hypothesis is cut to this many characters in the log's table, unless `kgit log -v`.
+HYPOTHESIS_WIDTH = 60
+
+
+def _hypothesis(text: str, whole: bool) -> str:
+    if whole or len(text) <= HYPOTHESIS_WIDTH:
+        return text
+    return text[: HYPOTHESIS_WIDTH - 1].rstrip() + "…"
+
+
+def render_log(
+    rows: list[dict[str, Any]], quick_is_subset: bool = False, whole: bool = False
+) -> str:
     """The log's table; `quick_is_subset` when quick rounds measure fewer shapes than the full
-    ones, and a legend says so if both kinds of aggregate are in the table."""
+    ones, and a legend says so if both kinds of aggregate are in the table. A long hypothesis
+    is cut, marked `…` and said to be, unless WHOLE (`kgit log -v`)."""
     table = [
         [
             f"round-{r['round']}",
@@ -236,7 +249,7 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
             r["level"] or "-",
             change(r.get("vs_baseline")),
             change(r.get("vs_best")),
-            r["hypothesis"][:60],
+            _hypothesis(r["hypothesis"], whole),
         ]
         for r in rows
     ]
@@ -252,6 +265,11 @@ def render_log(rows: list[dict[str, Any]], quick_is_subset: bool = False) -> str
     against = _baseline_figures(rows)
     if against:
         text += "\n" + against
+    if not whole and any(len(r["hypothesis"]) > HYPOTHESIS_WIDTH for r in rows):
+        text += (
+            f"\nhypotheses marked … are cut at {HYPOTHESIS_WIDTH} characters: kgit log -v shows "
+            "them whole (and --json always does)"
+        )
     said = [(r["round"], _said(r)) for r in rows if _said(r)]
     if said:
         text += "\n\n" + "\n".join(f"round-{number}: {words}" for number, words in said)
