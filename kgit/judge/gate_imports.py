@@ -21,33 +21,41 @@ from pathlib import PurePosixPath
 
 from kgit.judge.scope import in_kernel_source
 
-Read = Callable[[str], str | None]
+# The texts of many files at the commit, by path; a file absent or unreadable is left out.
+ReadMany = Callable[[Sequence[str]], dict[str, str]]
 
 _TEST_NAME = re.compile(r"(test_.*|.*_test|test.*|conftest)\.py")
 
 
 def imported_support(
-    frozen: Sequence[str], files: Collection[str], read: Read, kernel_source: Sequence[str]
+    frozen: Sequence[str],
+    files: Collection[str],
+    read_many: ReadMany,
+    kernel_source: Sequence[str],
 ) -> list[str]:
     """The files of FILES that the Python files of FROZEN (files, or folders frozen whole)
-    import, directly or through one another, that are not frozen yet: in the order found."""
+    import, directly or through one another, that are not frozen yet: in the order found.
+    Read a wave at a time through READ_MANY (one `git cat-file` per wave, not per file)."""
     folders = _folders(files)
     frozen_folders = [p for p in frozen if p in folders]
     territory = _test_folders(frozen, files)
     homes = _kernel_homes(kernel_source, files)
     found: list[str] = []
-    todo = [f for f in files if f.endswith(".py") and _covered(f, frozen, frozen_folders)]
-    seen = set(todo)
-    while todo:
-        path = todo.pop(0)
-        for target in _local_imports(path, read(path), files, folders):
-            if target in seen or _covered(target, frozen, frozen_folders):
-                continue
-            seen.add(target)
-            if _kernel_side(target, kernel_source, homes, territory):
-                continue
-            found.append(target)
-            todo.append(target)
+    wave = sorted(f for f in files if f.endswith(".py") and _covered(f, frozen, frozen_folders))
+    seen = set(wave)
+    while wave:
+        texts = read_many(wave)
+        following: list[str] = []
+        for path in wave:
+            for target in _local_imports(path, texts.get(path), files, folders):
+                if target in seen or _covered(target, frozen, frozen_folders):
+                    continue
+                seen.add(target)
+                if _kernel_side(target, kernel_source, homes, territory):
+                    continue
+                found.append(target)
+                following.append(target)
+        wave = following
     return found
 
 

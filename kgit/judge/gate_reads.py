@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from kgit.judge.gate_imports import imported_support
+from kgit.judge.gate_imports import ReadMany, imported_support
 from kgit.judge.scope import command_paths, in_kernel_source
 
 Read = Callable[[str], str | None]  # a file's text at the commit, None when absent
@@ -55,12 +55,17 @@ class GateReads:
 
 
 def gate_reads(
-    command: str, files: Collection[str], read: Read, kernel_source: Sequence[str] = ()
+    command: str,
+    files: Collection[str],
+    read: Read,
+    kernel_source: Sequence[str] = (),
+    read_many: ReadMany | None = None,
 ) -> GateReads:
     """The paths of FILES (the commit's files) that COMMAND reads, and what it hides.
 
     A folder that holds kernel sources (the repository's root, say) is not frozen whole: its
-    test files are, one by one, so a round can still change the kernel."""
+    test files are, one by one, so a round can still change the kernel. READ_MANY reads the
+    Python files whose imports are followed, many at once (default: READ, one by one)."""
     folders = _folders(files)
     words = _words(command)
     reads = GateReads()
@@ -75,7 +80,8 @@ def gate_reads(
     if runner == "pytest":
         _pytest_support(reads, named, files, read)
     _wrappers(reads, words, files)
-    for path in imported_support(reads.frozen, files, read, kernel_source):
+    many = read_many or (lambda paths: {p: t for p in paths if (t := read(p)) is not None})
+    for path in imported_support(reads.frozen, files, many, kernel_source):
         reads.add(path)
     return reads
 

@@ -181,3 +181,41 @@ def test_a_round_that_adds_a_conftest_to_a_frozen_test_folder_is_rolled_back(
     # The freeze speaks first (before the kernel_source scope): the folder is named as changed.
     assert "protected path changed since baseline: tests " in verdict["reasons"][0], verdict
     assert run_kgit("round", "accept").code == 1
+
+
+def test_a_helper_the_conftest_imports_is_frozen_and_a_round_changing_it_rolled_back(
+    kernel_repo: Path,
+) -> None:
+    """A file-form gate froze the test file, the configuration and conftest.py, but not
+    tests/utils.py that the conftest imports: a round could loosen the helper the test uses."""
+    repo = kernel_repo
+    _layout(repo, "pyproject.toml")
+    (repo / "tests" / "__init__.py").write_text("")
+    (repo / "tests" / "utils.py").write_text("def no_bug(text):\n    return 'BUG' not in text\n")
+    (repo / "conftest.py").write_text("from tests.utils import no_bug  # noqa: F401\n")
+    git(repo, "add", "-A", "--", ".", ":!manifest.yaml")
+    git(repo, "commit", "-q", "-m", "layout, with a helper module beside the tests")
+    manifest = (
+        (repo / "manifest.yaml")
+        .read_text()
+        .replace(
+            f"test_command: {sys.executable} check.py",
+            f"test_command: {sys.executable} -m pytest -q tests/test_kernel.py",
+        )
+    )
+    (repo / "manifest.yaml").write_text(manifest)
+    assert run_kgit("init", "c1", "--manifest", "manifest.yaml").code == 0
+    done = run_kgit("baseline", "--json")
+    assert done.code == 0, done
+    protected = done.json()["protected"]  # type: ignore[index]
+    assert protected.get("tests/utils.py") and protected.get("conftest.py"), protected
+    assert "tests/utils.py" in done.err.split("frozen for the gate:")[1].splitlines()[0]
+    assert run_kgit("round", "start", "a looser helper").code == 0
+    (repo / "tests" / "utils.py").write_text("def no_bug(text):\n    return True\n")
+    (repo / "kernel.txt").write_text("speed: 150\n")
+    assert commit(repo, "faster, and a looser helper").returncode == 0
+    verdict = run_kgit("-q", "round", "validate", "--json").json()
+    assert isinstance(verdict, dict) and verdict["decision"] == "ROLLED BACK", verdict
+    (reason,) = verdict["reasons"]
+    assert reason.startswith("protected path changed since baseline: tests/utils.py")
+    assert "new campaign" in reason and "kernel_source if" not in reason

@@ -16,6 +16,7 @@ on the notes ref passes nothing.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
@@ -60,7 +61,11 @@ def gate_files(repo: Repo, commit: str, manifest: Manifest) -> GateReads:
         found = repo.read_objects([f"{commit}:{path}"])[0] if path in listed else None
         return found[1].decode(errors="replace") if found else None
 
-    reads = gate_reads(manifest.test_command, listed, read, manifest.kernel_source)
+    def read_many(paths: Sequence[str]) -> dict[str, str]:
+        found = repo.read_objects([f"{commit}:{path}" for path in paths])
+        return {p: f[1].decode(errors="replace") for p, f in zip(paths, found, strict=True) if f}
+
+    reads = gate_reads(manifest.test_command, listed, read, manifest.kernel_source, read_many)
     reads.frozen = [p for p in reads.frozen if p not in manifest.protected_paths]
     return reads
 
