@@ -6,9 +6,11 @@ would pass a wrong kernel.
 Imports are read with `ast`, never executed, and resolved the way pytest's default import mode
 finds them: from the importing file's folder, from the first folder above it that is not a
 package (pytest puts that on `sys.path`), and from the repository's root (the gate runs there).
-The kernel is never frozen: a module of `kernel_source`, or of a package that holds the kernel
-(its `__init__.py`, its other modules, which the round's scope check guards already), is left
-out; with no `kernel_source` declared, only modules under a test file's own folder are followed.
+The kernel is never frozen: a module of `kernel_source`, or one under the top-level folder that
+holds a kernel source (its package: `__init__.py`, the other modules, which the round's scope
+check guards already; the root's modules, for a kernel at the root), is left out unless it
+lies under the folder of a test the gate runs. With no `kernel_source` declared, only modules
+under such a folder are followed.
 Pure functions over the commit's file list and a reader of its files.
 """
 
@@ -39,7 +41,7 @@ def imported_support(
     folders = _folders(files)
     frozen_folders = [p for p in frozen if p in folders]
     territory = _test_folders(frozen, files)
-    homes = _kernel_homes(kernel_source, files)
+    homes = _kernel_homes(kernel_source)
     found: list[str] = []
     wave = sorted(f for f in files if f.endswith(".py") and _covered(f, frozen, frozen_folders))
     seen = set(wave)
@@ -78,35 +80,26 @@ def _test_folders(frozen: Sequence[str], files: Collection[str]) -> list[str]:
     return folders
 
 
-def _kernel_homes(kernel_source: Sequence[str], files: Collection[str]) -> list[PurePosixPath]:
-    """The folders that hold the kernel: a source file's folder, a source folder, a glob's
-    folder (`ops/*.py` -> `ops`)."""
-    homes = []
+def _kernel_homes(kernel_source: Sequence[str]) -> set[str]:
+    """The top-level folders that hold the kernel (`src` for `src/pkg/ops/ln.py`), and "." for
+    a kernel source at the root: a package that holds the kernel is the kernel's."""
+    homes = set()
     for source in kernel_source:
-        cut = re.search(r"[*?\[]", source)
-        if cut:
-            homes.append(PurePosixPath(source[: cut.start()] + "x").parent)
-        elif source in files:
-            homes.append(PurePosixPath(source).parent)
-        else:
-            homes.append(PurePosixPath(source.rstrip("/") or "."))
+        parts = PurePosixPath(source.rstrip("/")).parts
+        homes.add(parts[0] if len(parts) > 1 or not re.search(r"\.\w+$", source) else ".")
     return homes
 
 
 def _kernel_side(
-    target: str,
-    kernel_source: Sequence[str],
-    homes: Sequence[PurePosixPath],
-    territory: Sequence[str],
+    target: str, kernel_source: Sequence[str], homes: set[str], territory: Sequence[str]
 ) -> bool:
-    """TARGET is the kernel's, or may be: left unfrozen (see the module's docstring). The
-    root holds every folder, so it counts as the kernel's only when a source lies in it."""
-    if not kernel_source:
-        return not any(target.startswith(folder + "/") for folder in territory)
+    """TARGET is the kernel's, or may be: left unfrozen (see the module's docstring)."""
     if in_kernel_source(target, kernel_source):
         return True
-    folder = PurePosixPath(target).parent
-    return any(folder == home or (str(folder) != "." and folder in home.parents) for home in homes)
+    if any(target.startswith(folder + "/") for folder in territory):
+        return False  # beside a test of the gate: its helper, even inside the kernel's package
+    parts = PurePosixPath(target).parts
+    return not kernel_source or (parts[0] if len(parts) > 1 else ".") in homes
 
 
 def _local_imports(

@@ -137,3 +137,21 @@ def test_a_frozen_folder_s_imports_outside_it_are_followed() -> None:
     files = {"tests/test_a.py", "helpers/__init__.py", "helpers/check.py", "kern/k.py"}
     found = gate_reads("pytest tests", files, texts.get, ["kern/k.py"])
     assert found.frozen == ["tests", "helpers/__init__.py", "helpers/check.py"]
+
+
+def test_the_kernel_s_whole_package_is_left_out_but_a_test_s_own_folder_is_followed() -> None:
+    files = {
+        "pkg/__init__.py",
+        "pkg/ops/ln.py",
+        "pkg/transformers/functional.py",
+        "pkg/tests/test_ln.py",
+        "pkg/tests/helpers.py",
+    }
+    texts = {
+        "pkg/tests/test_ln.py": (
+            "from pkg.ops.ln import f\nfrom pkg.transformers.functional import g\n"
+            "from pkg.tests.helpers import h\n"
+        )
+    }
+    found = gate_reads("pytest pkg/tests/test_ln.py", files, texts.get, ["pkg/ops/ln.py"])
+    assert found.frozen == ["pkg/tests/test_ln.py", "pkg/tests/helpers.py"]
