@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.orphans import process_start, running
+from kgit.engine.orphans import process_start, running, tether
 from kgit.gitdoor import clean_env
 from kgit.progress import Say
 
 INLINE_ENV = "KGIT_AUDIT_INLINE"
-RERUN = "kgit gate audit"
 _POLL_S = 0.2
 
 
@@ -59,14 +58,14 @@ def start_audit(campaign: Campaign, commit: str, say: Say) -> dict[str, Any]:
                                  start_new_session=True)  # fmt: skip
     state = {"pid": child.pid, "start": process_start(child.pid) or "", "commit": commit,
              "since": time.time(), "log": str(log)}  # fmt: skip
-    mark.write_text(json.dumps(state))
+    written = mark.with_suffix(".tmp")
+    written.write_text(json.dumps(state))
+    written.replace(mark)  # whole or not at all: a reader never sees half a mark
     say(f"gate audit: running in the background (pid {child.pid}, log {log})")
     return {"running": True, **state}
 
 
 def _untethered() -> dict[str, str]:
-    from kgit.engine.orphans import tether
-
     return tether(dict(os.environ), None)
 
 
