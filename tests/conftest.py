@@ -69,6 +69,11 @@ def git(cwd: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
+# The baseline's gate audit inline, as most tests read its result when the baseline returns;
+# tests of the background audit take this out (tests/engine/test_audit_background.py).
+os.environ["KGIT_AUDIT_INLINE"] = "1"
+
+
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never read the developer's git config, and always have an identity."""

@@ -13,6 +13,7 @@ from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option
 from kgit.errors import KgitError, UsageError
 from kgit.views.commands import (
     audit_line,
+    background_line,
     render_gc,
     render_revision,
     render_template,
@@ -168,19 +169,27 @@ def _prompt(question: str, default: str | None) -> str:
 
 
 @cli.command()
+@click.option(
+    "--wait-audit",
+    is_flag=True,
+    help="Run the gate audit inline and return once it is recorded [default: it runs in the "
+    "background, holding the device, and kgit status says when it ends; also "
+    "KGIT_AUDIT_INLINE=1].",
+)
 @json_option
 @click.pass_obj
-def baseline(obj: Ctx, as_json: bool) -> None:
+def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
     """Round-1: run the tests, then the harness on every target shape.
 
     Freezes the CSV header and the protected files (the harness), and picks the 3-5
-    representative shapes that quick validation will use.
+    representative shapes that quick validation will use. The quick gate audit that follows
+    runs in the background unless --wait-audit.
     """
     from kgit.engine.lifecycle.baseline import baseline as run_baseline
 
     obj.long_step()
     with progress.collecting() as phases:
-        result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet)
+        result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet, wait=wait_audit)
     result["phases"] = phases.to_dict()
     obj.say(phases.line())
     emit(
@@ -190,9 +199,19 @@ def baseline(obj: Ctx, as_json: bool) -> None:
             f"baseline recorded on {r['commit'][:10]}: {r['metric']} aggregate {r['aggregate']:.4g}\n"
             f"representative shapes: {', '.join(r['representative_shapes'])}\n"
             f"{audit_line(r['gate_audit'])}"
+            f"{background_line(r['gate_audit_background'])}"
             'next: kgit round start "HYPOTHESIS"'
         ),
     )
+
+
+@cli.command("_baseline-audit", hidden=True)
+@click.pass_obj
+def baseline_audit(obj: Ctx) -> None:
+    """The baseline's quick gate audit, in the background (started by kgit baseline)."""
+    from kgit.engine.guards.audit import background_audit
+
+    background_audit(obj.campaign(), obj.say, echo=True)
 
 
 @cli.command()

@@ -197,11 +197,13 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     """
     import tempfile
 
+    from kgit.engine.guards.audit_background import audit_progress
     from kgit.views.document import to_html, to_markdown
     from kgit.views.report import plots_for, public, report_data, report_document
 
     campaign = obj.reader()
     data = report_data(campaign)
+    data["gate_audit_background"] = audit_progress(obj.campaign())
     with tempfile.TemporaryDirectory(prefix="kgit-plots-") as tmp:
         folder = plots_dir or (Path(tmp) if fmt == "html" and not as_json else None)
         if folder is not None:

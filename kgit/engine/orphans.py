@@ -169,6 +169,17 @@ def _running(pid: int, start: str) -> bool:
     return stat is not None and stat[0] not in ENDED and stat[3] == start
 
 
+def process_start(pid: int) -> str | None:
+    """PID's start time as /proc gives it (with the pid, it names one process); None if gone."""
+    stat = _stat(pid)
+    return None if stat is None else stat[3]
+
+
+def running(pid: int, start: str) -> bool:
+    """Whether PID is still the process that started at START (kgit/engine/guards/audit_background.py)."""
+    return pid > 0 and _running(pid, start)
+
+
 def environ_value(pid: int, name: str) -> str | None:
     """NAME's value in PID's environment as it started; None when absent or unreadable
     (another user's process, an undumpable one, a zombie)."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from kgit.engine.bestline import best_line, restore_command
 from kgit.engine.campaign import Campaign
+from kgit.engine.guards.audit_background import audit_progress
 from kgit.engine.guards.hooks import hooks_missing
 from kgit.engine.guards.trust import trust_of
 from kgit.engine.lineage import lineage
@@ -104,6 +105,9 @@ def _left_to_repair(
         "notes_changed": [row["round"] for row in rows if row.get("note")],
         # The latest gate audit's counts and survivors (kgit gate audit), None before any.
         "gate_audit": _gate_audit(campaign),
+        # The baseline's audit still running in the background, or interrupted (with the
+        # command that runs it again); None otherwise (kgit/engine/guards/audit_background.py).
+        "gate_audit_background": audit_progress(campaign),
     }
 
 

@@ -134,19 +134,60 @@ def calibrate_floors(
     change."""
     floors = {}
     for label in labels:
-        within: list[float] = []
-        bias = 0.0
-        for pairs in groups:
-            values = log_ratios(pairs, label)
-            if not values:
-                continue
-            mean = statistics.fmean(values)
-            within += [v - mean for v in values]
-            bias = max(bias, abs(mean))
-        dof = len(within) - sum(1 for pairs in groups if pairs)
-        spread = math.sqrt(sum(v * v for v in within) / dof) if dof > 0 else 0.0
+        spread, means = _spread_and_means(groups, label)
+        bias = max((abs(m) for m in means), default=0.0)
         floors[label] = max(min_effect_pct / 100.0, math.expm1(spread), math.expm1(2 * bias))
     return floors
+
+
+def _spread_and_means(groups: list[list[Pair]], label: str) -> tuple[float, list[float]]:
+    """LABEL's sd of one pair's log-ratio within the GROUPS (each about its own mean), and each
+    non-empty group's mean log-ratio (what that pair of processes drew)."""
+    within: list[float] = []
+    means: list[float] = []
+    for pairs in groups:
+        values = log_ratios(pairs, label)
+        if not values:
+            continue
+        mean = statistics.fmean(values)
+        within += [v - mean for v in values]
+        means.append(mean)
+    dof = len(within) - len(means)
+    return (math.sqrt(sum(v * v for v in within) / dof) if dof > 0 else 0.0), means
+
+
+# chi2.ppf(0.10, k) for k = 1..10 (calibration_processes is at most 10): the lower quantile
+# that bounds the residue's sd from above with 90% confidence (residue_settled).
+_CHI2_LOW_10 = (0.0158, 0.2107, 0.5844, 1.0636, 1.6103, 2.2041, 2.8331, 3.4895, 4.1682, 4.8652)
+_Z_99 = 2.576  # two-sided 99% normal quantile
+
+
+def residue_settled(groups: list[list[Pair]], labels: list[str], min_effect_pct: float) -> bool:
+    """Whether the start-order residue drawn by the GROUPS so far (at least two pairs of
+    processes) is so far inside every shape's noise floor that a further pair of processes need
+    not be started: the calibration's sequential stop.
+
+    What each pair of processes draws is modelled as a steady offset b ~ N(0, tau^2) per shape
+    (A/A: the same commit on both sides, so no offset is expected on average). The k groups'
+    means m_i = b_i + (quad noise), so sum(m_i^2) / chi2.ppf(0.10, k) bounds tau^2 from above
+    with at least 90% confidence (the quad noise only makes the bound larger). The calibration
+    may stop when, for every shape, 2.576 times that bound lies inside the floor that the
+    within-pair spread and `min_effect_pct` alone set: then even at the bound, a fresh pair's
+    offset (what a round's validation draws) passes the floor less than 1% of the time, and the
+    floor kept (calibrate_floors, which still covers twice the offsets drawn) is at least that.
+    Simulated against always starting three pairs, sd of the offset from 0.05 to 1 times the
+    floor: the share of fresh offsets past the final floor differs by at most 0.25 point (e.g.
+    2.02% against 2.09% at 0.5), and two pairs suffice 80% of the time at 0.1."""
+    k = sum(1 for pairs in groups if pairs)
+    if k < 2:
+        return False
+    for label in labels:
+        spread, means = _spread_and_means(groups, label)
+        floor = max(min_effect_pct / 100.0, math.expm1(spread))
+        bound = math.sqrt(sum(m * m for m in means) / _CHI2_LOW_10[min(k, 10) - 1])
+        if _Z_99 * bound > math.log1p(floor):
+            return False
+    return True
 
 
 def group_biases(groups: list[list[Pair]], labels: list[str]) -> dict[str, list[float]]:

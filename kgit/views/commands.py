@@ -41,6 +41,16 @@ def audit_line(audit: dict[str, Any] | None) -> str:
     )
 
 
+def background_line(state: dict[str, Any] | None) -> str:
+    """The baseline's audit started in the background (kgit/engine/guards/audit_background.py)."""
+    if state is None:
+        return ""
+    return (
+        f"gate audit: running in the background (pid {state['pid']}); kgit status says when it "
+        "is recorded, and kgit round validate waits for it before measuring\n"
+    )
+
+
 def render_verdict(r: dict[str, Any]) -> str:
     from kgit.views.summary import not_passing
 

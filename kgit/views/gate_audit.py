@@ -171,3 +171,17 @@ def report_blocks(data: dict[str, Any] | None, best_commit: str) -> list[Block]:
         blocks.append(Table(headers, _rows(data)))
         blocks.append(Para(verdict(data)))
     return blocks
+
+
+def audit_words(state: dict[str, Any] | None) -> str:
+    """One line of what the background audit is doing; empty when nothing is pending."""
+    if state is None:
+        return ""
+    if state["running"]:
+        return (
+            f"gate audit: still running in the background (pid {state['pid']}, log {state['log']})"
+        )
+    return (
+        f"gate audit: interrupted (pid {state['pid']} ended without recording it; its log: "
+        f"{state['log']}); run it again: {state['rerun']}"
+    )

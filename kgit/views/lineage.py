@@ -41,6 +41,7 @@ def render_status(data: dict[str, Any]) -> str:
         lines.append(f"parallel  {shown} in flight, each in its own work tree")
     lines += _recovery_lines(data)
     lines += gate_audit_lines(data.get("gate_audit"), best["commit"])
+    lines += background_audit_lines(data.get("gate_audit_background"))
     if data["stagnation_review_due"]:
         lines.append(
             f"warning   {data['consecutive_rollbacks']} rollbacks in a row: stagnation "
@@ -52,6 +53,19 @@ def render_status(data: dict[str, Any]) -> str:
         lines.append("finished  yes")
     lines.append(f"next      {data['next_step']}")
     return "\n".join(lines)
+
+
+def background_audit_lines(state: dict[str, Any] | None) -> list[str]:
+    """`kgit status`'s line about the baseline's audit in the background, while it runs or once
+    it was interrupted (kgit/engine/guards/audit_background.py)."""
+    if state is None:
+        return []
+    if state["running"]:
+        return [f"gate      the baseline's audit is running in the background (pid {state['pid']})"]
+    return [
+        f"warning   the baseline's gate audit was interrupted (pid {state['pid']}), nothing "
+        f"recorded; run it again: {state['rerun']}"
+    ]
 
 
 def gate_audit_lines(summary: dict[str, Any] | None, best_commit: str) -> list[str]:

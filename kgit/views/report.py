@@ -28,7 +28,7 @@ from kgit.views.document import (
     Para,
     Table,
 )
-from kgit.views.gate_audit import audit_data
+from kgit.views.gate_audit import audit_data, audit_words
 from kgit.views.gate_audit import report_blocks as gate_audit_blocks
 from kgit.views.numbers import change, num, percent
 from kgit.views.record import RoundView, figures_of, load_rounds
@@ -404,6 +404,8 @@ def report_document(data: dict[str, Any]) -> Document:
     doc.add(*_best_blocks(data), *trend_blocks(data), *_shape_blocks(data))
     doc.add(*_termination_blocks(data), *_applicability_blocks(data))
     doc.add(*gate_audit_blocks(data["gate_audit"], data["best"]["commit"]))
+    if data.get("gate_audit_background"):
+        doc.add(Para(audit_words(data["gate_audit_background"])))
     if data["plots"]:
         doc.add(Heading(2, "Plots"))
         doc.add(*(Image(Path(p).stem.replace("_", " "), Path(p)) for p in data["plots"]))

@@ -138,6 +138,24 @@ def test_the_floors_cover_a_steady_difference_between_two_processes(
         assert "no change" in data["reasons"][0], json.dumps(data)  # type: ignore[index]
 
 
+def test_the_calibration_stops_after_two_pairs_of_processes_that_drew_no_offset(
+    kernel_repo: Path,
+) -> None:
+    # Every process at one speed, quads 0.02% apart: two pairs of processes drew offsets far
+    # inside the 0.5% floor, so the third of calibration_processes is never started (a pair
+    # that draws 1.5%, above, gets its third).
+    counter = kernel_repo / "process-count"
+    policy = POLICY.replace(
+        "calibration_quads: 4", "calibration_quads: 6, calibration_processes: 3"
+    )
+    kernel = f"speeds: {','.join(['100'] * 6)}\ncounter: {counter}\nnoise: 0.0002\ntorch: 2.11\nworker\nhold\n"
+    repo = _campaign(kernel_repo, kernel, policy)
+    assert counter.read_text() == "4"
+    note = _note(repo, "kgit/c1/best")
+    assert "calibration_processes: 2" in note and "calibration_pairs: 6" in note, note
+    assert processes_under(repo) == []
+
+
 def test_each_side_is_placed_anew_once_a_quad(kernel_repo: Path) -> None:
     # Where a unit sits in device memory moves a memory-bound kernel's time by up to ~1%: each
     # side's first block of a quad builds its units again at a new place, the other keeps them.

@@ -16,6 +16,7 @@ from kgit.judge.stats import (
     estimate,
     group_biases,
     judge_pairs,
+    residue_settled,
 )
 from kgit.judge.verdict import interleaved_verdict
 from kgit.records.manifest import Interleaved, Thresholds
@@ -130,6 +131,42 @@ def test_the_floor_covers_the_largest_difference_any_pair_of_processes_drew() ->
     # within-pair spread alone: the three groups centred
     centred = calibrate_floors([group(0.0)] * 3, ["s"], min_effect_pct=0.01)["s"]
     assert 0.0004 < centred < 0.0007
+
+
+def _offset_group(offset: float, n: int = 4) -> list[Pair]:
+    """One pair of processes: B steadily OFFSET from A, quads 0.05% apart."""
+    return [
+        Pair({"s": 100.0}, {"s": 100.0 * (1 + offset) * (1 + 0.0005 * (-1) ** k)}) for k in range(n)
+    ]
+
+
+def test_two_pairs_of_processes_suffice_when_their_offsets_are_well_inside_the_floor() -> None:
+    # Offsets of +0.05% and -0.04% against a 1% floor: the 90% bound on the offsets' sd is
+    # ~0.14%, 2.576 times it ~0.36%, inside the floor: no third pair of processes.
+    groups = [_offset_group(0.0005), _offset_group(-0.0004)]
+    assert residue_settled(groups, ["s"], min_effect_pct=1.0)
+    # one pair alone never settles it: one draw says nothing of the next
+    assert not residue_settled(groups[:1], ["s"], min_effect_pct=1.0)
+
+
+def test_a_third_pair_is_started_when_the_offsets_reach_into_the_floor() -> None:
+    # +0.3% and -0.2%: the bound (~0.79%) times 2.576 passes the 1% floor, though both offsets
+    # are inside it: two draws cannot rule out a larger one.
+    groups = [_offset_group(0.003), _offset_group(-0.002)]
+    assert not residue_settled(groups, ["s"], min_effect_pct=1.0)
+    # the same offsets under a 5% floor are well inside it
+    assert residue_settled(groups, ["s"], min_effect_pct=5.0)
+    # every shape must be settled: a quiet shape does not hide a restless one
+    quiet = [_offset_group(0.0), _offset_group(0.0)]
+    both = [
+        [
+            Pair({"q": p.a["s"], "s": r.a["s"]}, {"q": p.b["s"], "s": r.b["s"]})
+            for p, r in zip(qg, g, strict=True)
+        ]
+        for qg, g in zip(quiet, groups, strict=True)
+    ]
+    assert residue_settled(both, ["q"], min_effect_pct=1.0)
+    assert not residue_settled(both, ["q", "s"], min_effect_pct=1.0)
 
 
 def sequential(seed: int, shift: dict[str, float]) -> tuple[object, int]:

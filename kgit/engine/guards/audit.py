@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
+from kgit.engine.guards.audit_background import await_mark, drop_interrupted, finished
 from kgit.engine.guards.audit_modes import AuditRun, Plan
 from kgit.engine.guards.audit_tree import exclusive, reset, scratch_tree, tree_path
 from kgit.engine.guards.gate import gate_files
@@ -115,6 +116,19 @@ def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, 
         say(f"warning: {error.message}" + (f"\nhint: {error.hint}" if error.hint else ""))
         return None
     return audit.summary()
+
+
+def background_audit(campaign: Campaign, say: Say, *, echo: bool) -> None:
+    """`kgit _baseline-audit`, started by the baseline (kgit/engine/guards/audit_background.py):
+    the quick audit under the device's measuring lock, since its gate runs use the device as a
+    harness does. Its mark goes only once the audit has ended as the inline one does (recorded,
+    or stopped with a warning); a kill or a crash leaves it, read as an interrupted audit."""
+    from kgit.engine.measuring.devicelock import measuring
+
+    await_mark(campaign)
+    with measuring(campaign.repo, f"campaign {campaign.name}: the baseline's gate audit", say):
+        audit_at_baseline(campaign, say, echo=echo)
+    finished(campaign)
 
 
 def run_audit(
@@ -244,3 +258,4 @@ def record_audit(campaign: Campaign, audit: GateAudit) -> None:
         current.state.gate_audit = audit.to_dict()
         caught = f"{audit.caught} of {audit.tried} mutants caught"
         current.save(f"gate audit of {audit.commit[:10]}: {audit.error or caught}")
+    drop_interrupted(campaign)

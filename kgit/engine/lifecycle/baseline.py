@@ -10,6 +10,7 @@ from typing import Any
 from kgit.engine.bestline import require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.audit import audit_at_baseline
+from kgit.engine.guards.audit_background import inline_wanted, start_audit
 from kgit.engine.guards.gate import frozen_files, gate_failure, gate_files, record_gate, run_tests
 from kgit.engine.guards.trust import require_trusted
 from kgit.engine.measuring.calibration import baseline_pass
@@ -31,7 +32,7 @@ from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
 
 
-def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
+def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) -> dict[str, Any]:
     """Round 1: tests, full validation, frozen schema and harness, representative shapes."""
     repo, manifest = campaign.repo, campaign.manifest
     base = _ready_for_baseline(campaign)
@@ -74,7 +75,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         _save_baseline(current, base, run, note, harness_copy)
     # After the baseline is recorded: an audit that is interrupted or cannot run loses nothing.
     with phase("audit"):
-        audit = audit_at_baseline(current, say, echo=echo)
+        audit = _audit(current, base, say, echo=echo, inline=wait)
     return {
         "campaign": campaign.name,
         "round": 1,
@@ -89,8 +90,18 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any]:
         "fingerprint": run.fingerprint,
         "protected": protected,
         "gate_unseen": gate_unseen,
-        "gate_audit": audit,
+        **audit,
     }
+
+
+def _audit(campaign: Campaign, base: str, say: Say, *, echo: bool, inline: bool) -> dict[str, Any]:
+    """The baseline's gate audit: its summary (`gate_audit`) when run inline, else its mark
+    (`gate_audit_background`), started in a process of its own unless INLINE is asked
+    (kgit/engine/guards/audit_background.py)."""
+    if inline or inline_wanted() or campaign.manifest.gate_audit_mutants == 0:
+        return {"gate_audit": audit_at_baseline(campaign, say, echo=echo),
+                "gate_audit_background": None}  # fmt: skip
+    return {"gate_audit": None, "gate_audit_background": start_audit(campaign, base, say)}
 
 
 def _ready_for_baseline(campaign: Campaign) -> str:

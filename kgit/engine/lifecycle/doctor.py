@@ -15,6 +15,7 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards import seal
+from kgit.engine.guards.audit_background import audit_progress
 from kgit.engine.measuring.trees import (
     MB,
     campaign_folder,
@@ -69,6 +70,7 @@ def diagnose(campaign: Campaign) -> list[Finding]:
         *_note_findings(campaign),
         *_patch_findings(campaign),
         *_tree_findings(campaign),
+        *_audit_findings(campaign),
     ]
 
 
@@ -337,6 +339,17 @@ def _tree_findings(campaign: Campaign) -> list[Finding]:
             True,
         )
     ]
+
+
+def _audit_findings(campaign: Campaign) -> list[Finding]:
+    """The baseline's background audit ended without recording anything (a kill, a crash)."""
+    state = audit_progress(campaign)
+    if state is None or state["running"]:
+        return []
+    problem = (
+        f"the baseline's gate audit (pid {state['pid']}) ended unrecorded; log: {state['log']}"
+    )
+    return [Finding("interrupted_audit", state.get("commit", ""), problem, state["rerun"], False)]
 
 
 # -- repairs -------------------------------------------------------------------------------------

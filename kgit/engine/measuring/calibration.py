@@ -17,7 +17,14 @@ from kgit.engine.measuring.sealed import one_commit_cache, sealed
 from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.engine.measuring.target import Calibrated, Pick
 from kgit.engine.measuring.worktree import measuring_tree
-from kgit.judge.stats import Pair, calibrate_floors, group_biases, pairs_of, side_means
+from kgit.judge.stats import (
+    Pair,
+    calibrate_floors,
+    group_biases,
+    pairs_of,
+    residue_settled,
+    side_means,
+)
 from kgit.progress import Say, phase, warn
 from kgit.records.evidence import RESIDENT_MODE, Evidence
 
@@ -39,7 +46,9 @@ def calibrate(
     representative shapes that PICK(first pass) returns (active ones), B against the same commit
     in kgit's own work tree, sampled as a round is. With resident harnesses, the quads are split
     over `calibration_processes` pairs of processes, each pair after the first started as a
-    validation starts its sides (kgit/judge/stats.py, calibrate_floors)."""
+    validation starts its sides (kgit/judge/stats.py, calibrate_floors); a pair after the second
+    is started only while the offsets the pairs drew are not yet well inside the floors
+    (residue_settled: a sequential stop that keeps the floors' coverage)."""
     # Both trees are checked out and built before the device is taken (timing only holds it).
     tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
     what = f"campaign {campaign.name}: baseline and calibration"
@@ -72,13 +81,13 @@ def _calibrated(
         processes = settings.calibration_processes if resident else 1
         wanted = settings.calibration_quads if resident else settings.calibration_pairs
         each = max(3, math.ceil(wanted / processes))
-        say(
-            f"calibration: {each * processes} A/A pairs of the baseline against itself"
-            + (f", over {processes} pairs of processes" if processes > 1 else "")
-        )
+        _say_plan(say, each, processes)
         start = time.monotonic()
         mode = b.mode
         for index in range(processes):
+            if index > 1 and residue_settled(groups, labels, settings.min_effect_pct):
+                say(f"calibration: {index} pairs of processes drew offsets well inside the floors")
+                break
             if index:  # a fresh pair, started as `kgit round validate` starts its sides
                 if not upcoming:  # not launched during the quads (_on_a_gpu): launched now
                     close_sides(sides)
@@ -105,6 +114,14 @@ def _calibrated(
     floors = calibrate_floors(groups, labels, settings.min_effect_pct)
     statistics = _statistics(manifest.decision_policy, mode, groups, labels, floors, seconds)
     return Calibrated(first, floors, statistics)
+
+
+def _say_plan(say: Say, each: int, processes: int) -> None:
+    say(
+        f"calibration: {each * processes} A/A pairs of the baseline against itself"
+        + (f", over {processes} pairs of processes" if processes > 1 else "")
+        + (" (fewer where two draw offsets well inside the floors)" if processes > 2 else "")
+    )
 
 
 def _require_one_mode(a: Side, b: Side, mode: str) -> None:

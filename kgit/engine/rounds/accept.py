@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgit.engine.campaign import Campaign, now
+from kgit.engine.guards.audit_background import wait_for_audit
 from kgit.engine.guards.gate import ensure_gated
 from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.guards.seal import require_unchanged
@@ -45,6 +46,7 @@ def accept_round(
     lock (the gate may run meanwhile), so a second accept of the same round can fail any of
     them once the first has moved the best line; such a refusal says what really happened.
     WORDS: what the user says of the round (attribution, lesson), kept in its note."""
+    wait_for_audit(campaign, say)  # the baseline's, in the background: its result comes first
     try:
         return _accept(campaign, say, echo=echo, words=words or {})
     except KgitError as error:

@@ -31,6 +31,7 @@ from typing import Any
 
 from kgit.engine.bestline import require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
+from kgit.engine.guards.audit_background import wait_for_audit
 from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.guards.seal import drifts, problem
 from kgit.engine.guards.trust import require_trusted
@@ -120,6 +121,7 @@ def check_finish(
     in between by the caller, from views the engine does not import)."""
     require_trusted(campaign, "finish")
     _require_finishable(campaign)
+    wait_for_audit(campaign, say)  # the baseline's, in the background: the report shows it
     repo = campaign.repo
     require_clean(repo, "finish")
     best = require_best_where_recorded(campaign)

@@ -1,0 +1,136 @@
+"""The baseline's gate audit in a process of its own, so that `kgit baseline` returns once the
+baseline is recorded instead of waiting for the audit's gate runs (two gate runs of wall time,
+30.7 s of a 131.5 s baseline on an H100, docs/cost.md).
+
+`kgit baseline` starts `kgit _baseline-audit` in a session of its own (a Ctrl-C or the end of
+the baseline's terminal does not reach it) and writes a mark, `.git/kgit/audit/<campaign>.json`:
+the process (pid and start time, so that a recycled pid is never taken for it), the commit
+audited and its log. The process holds the device's measuring lock for its whole run
+(kgit/engine/measuring/devicelock.py): the audit's gate runs use the device as a harness does,
+so a `kgit round validate` waits for it instead of timing beside it. It records its result
+where the audit's result is recorded now (the campaign's state, kgit/engine/guards/audit.py),
+then removes the mark. A mark whose process is gone is an interrupted audit: nothing it had
+found is recorded (an audit is recorded whole or not at all, as an inline one killed mid-way),
+and `kgit status`, `kgit doctor` and the report say so, with the command that runs it again.
+
+`kgit baseline --wait-audit` (or KGIT_AUDIT_INLINE=1 in the environment) runs it inline, as
+before, for those who need its result when the baseline returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kgit.engine.campaign import Campaign
+from kgit.engine.orphans import process_start, running, tether
+from kgit.gitdoor import clean_env
+from kgit.progress import Say
+
+INLINE_ENV = "KGIT_AUDIT_INLINE"
+_POLL_S = 0.2
+
+
+def inline_wanted() -> bool:
+    return os.environ.get(INLINE_ENV, "") not in ("", "0")
+
+
+def mark_path(campaign: Campaign) -> Path:
+    return campaign.repo.kgit_dir() / "audit" / f"{campaign.name}.json"
+
+
+def start_audit(campaign: Campaign, commit: str, say: Say) -> dict[str, Any]:
+    """Start the baseline's audit of COMMIT in the background; returns its mark."""
+    mark = mark_path(campaign)
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    log = mark.with_suffix(".log")
+    argv = [sys.executable, "-m", "kgit", "-c", campaign.name, "_baseline-audit"]
+    with open(log, "w") as out:
+        # No tether (kgit/engine/orphans.py): the audit is a kgit of its own, meant to outlive
+        # this one; its own commands carry its tether.
+        child = subprocess.Popen(argv, cwd=campaign.repo.root, env=clean_env(_untethered()),
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)  # fmt: skip
+    state = {"pid": child.pid, "start": process_start(child.pid) or "", "commit": commit,
+             "since": time.time(), "log": str(log)}  # fmt: skip
+    written = mark.with_suffix(".tmp")
+    written.write_text(json.dumps(state))
+    written.replace(mark)  # whole or not at all: a reader never sees half a mark
+    say(f"gate audit: running in the background (pid {child.pid}, log {log})")
+    return {"running": True, **state}
+
+
+def _untethered() -> dict[str, str]:
+    return tether(dict(os.environ), None)
+
+
+def await_mark(campaign: Campaign, within_s: float = 30.0) -> None:
+    """In the audit's process: wait until the baseline has written the mark naming it, so that
+    a quick audit never ends before its mark is written (a mark left then would read as an
+    interrupted audit)."""
+    deadline = time.monotonic() + within_s
+    mark = mark_path(campaign)
+    while time.monotonic() < deadline:
+        if mark.is_file() and _read(mark).get("pid") == os.getpid():
+            return
+        time.sleep(0.02)
+
+
+def finished(campaign: Campaign) -> None:
+    """The audit's process is done (recorded, or stopped with a warning): its mark goes."""
+    mark = mark_path(campaign)
+    if mark.is_file() and _read(mark).get("pid") == os.getpid():
+        mark.unlink()
+
+
+def audit_progress(campaign: Campaign) -> dict[str, Any] | None:
+    """The background audit's state: None when none was started or it ended; else its mark with
+    `running` (its process is alive) or `interrupted` and the command that runs it again."""
+    mark = mark_path(campaign)
+    if not mark.is_file():
+        return None
+    state = _read(mark)
+    alive = running(int(state.get("pid", 0)), str(state.get("start", "")))
+    state["running"] = alive
+    if not alive:
+        state["interrupted"] = True
+        state["rerun"] = f"kgit -c {campaign.name} gate audit"
+    return state
+
+
+def wait_for_audit(campaign: Campaign, say: Say) -> None:
+    """Wait while the background audit runs, saying so once; an interrupted one is reported
+    and not waited for."""
+    state = audit_progress(campaign)
+    if state is None:
+        return
+    if state["running"]:
+        say(f"waiting for the baseline's gate audit (pid {state['pid']}) to finish")
+        while state is not None and state["running"]:
+            time.sleep(_POLL_S)
+            state = audit_progress(campaign)
+    if state is not None:
+        say(
+            f"warning: the baseline's gate audit was interrupted (pid {state['pid']}), nothing "
+            f"recorded; run it again: {state['rerun']}"
+        )
+
+
+def drop_interrupted(campaign: Campaign) -> None:
+    """A new audit is recorded: the mark of an interrupted one says nothing more."""
+    state = audit_progress(campaign)
+    if state is not None and not state["running"]:
+        mark_path(campaign).unlink(missing_ok=True)
+
+
+def _read(mark: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(mark.read_text())
+    except (OSError, ValueError):
+        return {"pid": 0, "start": "", "log": str(mark.with_suffix(".log"))}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,91 @@
+"""The baseline's gate audit in the background: the baseline returns before it, a measurement
+waits for it, its result is recorded where an inline audit's is, and a kill is reported."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, run_kgit
+from tests.engine.test_gate_audit import HANGS, WEAK, _campaign
+from tests.engine.test_resident_harness import processes_under
+
+# WEAK, slowed: the audit's gate runs last long enough for a command to start beside them.
+SLOW_WEAK = "import time\ntime.sleep(1.5)\n" + WEAK
+
+
+@pytest.fixture(autouse=True)
+def _in_the_background(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KGIT_AUDIT_INLINE", raising=False)
+
+
+def _status() -> dict[str, object]:
+    data = run_kgit("status", "--json").json()
+    assert isinstance(data, dict)
+    return data
+
+
+def _until(check: object, within_s: float = 120.0) -> None:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def test_the_baseline_returns_before_its_audit_which_records_as_before(kernel_repo: Path) -> None:
+    _campaign(kernel_repo, SLOW_WEAK, "gate_audit_mutants: 2\n")
+    result = run_kgit("baseline", "--json")
+    assert result.code == 0, result
+    data = result.json()
+    assert data["gate_audit"] is None and data["gate_audit_background"]["running"]  # type: ignore[index]
+    running = _status()["gate_audit_background"]
+    assert isinstance(running, dict) and running["running"], running
+    assert "running in the background" in run_kgit("status").out
+    # It holds the device's measuring lock: a measurement started now waits for it.
+    locks = kernel_repo / ".git" / "kgit" / "locks"
+    _until(lambda: "the baseline's gate audit" in " ".join(p.read_text() for p in locks.glob("*")))
+    _until(lambda: _status()["gate_audit_background"] is None)
+    state = json.loads(git(kernel_repo, "show", "refs/kgit/c1/campaign:state.json"))
+    assert state["gate_audit"]["trigger"] == "baseline"
+    assert "SURVIVED" in run_kgit("status").out
+    assert not (kernel_repo / ".git" / "kgit" / "audit" / "c1.json").exists()
+
+
+def test_a_killed_background_audit_is_reported_with_the_command_that_reruns_it(
+    kernel_repo: Path,
+) -> None:
+    repo = _campaign(kernel_repo, HANGS, "gate_audit_mutants: 2\n")
+    assert run_kgit("baseline").code == 0
+    running = _status()["gate_audit_background"]
+    assert isinstance(running, dict) and running["running"]
+    audit_tree = repo / ".git" / "kgit" / "worktrees" / "c1" / "audit"
+    _until(lambda: processes_under(audit_tree, "check_kernel.py"))  # a mutant's gate hangs
+    os.kill(int(running["pid"]), signal.SIGKILL)
+    try:
+        _until(lambda: not _status()["gate_audit_background"]["running"])  # type: ignore[index]
+        status = _status()
+        assert status["baselined"] is True and status["gate_audit"] is None
+        assert "interrupted" in run_kgit("status").out
+        assert "kgit -c c1 gate audit" in run_kgit("status").out
+        doctor = run_kgit("doctor", "--json").json()
+        kinds = {p["kind"]: p["repair"] for p in doctor["problems"]}  # type: ignore[index]
+        assert kinds.get("interrupted_audit") == "kgit -c c1 gate audit", doctor
+        assert "interrupted" in run_kgit("report").out
+    finally:
+        for pid in processes_under(repo):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_wait_audit_runs_it_inline_as_before(kernel_repo: Path) -> None:
+    _campaign(kernel_repo, WEAK, "gate_audit_mutants: 2\n")
+    data = run_kgit("baseline", "--wait-audit", "--json").json()
+    assert data["gate_audit_background"] is None  # type: ignore[index]
+    assert data["gate_audit"]["tried"] == 2 and data["gate_audit"]["survived"] == 2  # type: ignore[index]
+    assert _status()["gate_audit_background"] is None
