@@ -388,6 +388,10 @@ def _graph_block(
             fn(inputs)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
+    # The calls a checker keeps are this graph's, freed with its unit (_KeepOne.new_capture).
+    new_capture = getattr(fn, "new_capture", None)
+    calls = new_capture() if new_capture is not None else None
+    replaying = getattr(fn, "replaying", None)
     # No garbage collection during the capture: freeing device memory or another graph there
     # (an object that only the collector frees) invalidates it.
     collecting = gc.isenabled()
@@ -401,6 +405,8 @@ def _graph_block(
             gc.enable()
 
     def run(reps: int) -> tuple[float, bool]:
+        if replaying is not None:
+            replaying(calls)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -410,7 +416,7 @@ def _graph_block(
         end.synchronize()
         return start.elapsed_time(end), False
 
-    timer = _BlockTimer(run, len(pool), "block-cuda-graph", [pool, graph, stream])
+    timer = _BlockTimer(run, len(pool), "block-cuda-graph", [pool, graph, stream, calls])
     timer.measure(1)
     timer.prepare = fresh_inputs(make_inputs, pool)
     return timer
