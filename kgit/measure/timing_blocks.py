@@ -389,9 +389,8 @@ def _graph_block(
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     # The calls a checker keeps are this graph's, freed with its unit (_KeepOne.new_capture).
-    new_capture = getattr(fn, "new_capture", None)
+    new_capture, replaying = getattr(fn, "new_capture", None), getattr(fn, "replaying", None)
     calls = new_capture() if new_capture is not None else None
-    replaying = getattr(fn, "replaying", None)
     # No garbage collection during the capture: freeing device memory or another graph there
     # (an object that only the collector frees) invalidates it.
     collecting = gc.isenabled()
