@@ -263,8 +263,9 @@ def export_cmd(obj: Ctx, folder: Path, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def import_cmd(obj: Ctx, folder: Path, name: str | None, as_json: bool) -> None:
-    """Turn a seed campaign folder into a kgit campaign of this repository.
+    """Turn a campaign folder into a kgit campaign of this repository.
 
+    The folder has the method's original layout, as `kgit export` writes it.
     Kernel snapshots become commits on a new best line from HEAD (accepted rounds) or
     commits kept under refs/kgit/NAME/rounds/N (rolled-back rounds); summaries and
     benchmark CSVs become the rounds' notes. The work tree is not touched.

@@ -99,7 +99,10 @@ def read_manifest(folder: Path) -> tuple[Manifest, dict[str, Any]]:
     path = folder / "manifest.yaml"
     text = _read_text(path, folder)
     if text is None:
-        raise UsageError(f"{folder} has no manifest.yaml", hint="is it a seed campaign folder?")
+        raise UsageError(
+            f"{folder} has no manifest.yaml",
+            hint="is it a campaign folder of the original layout, as kgit export writes it?",
+        )
     data = load_yaml_text(text, str(path))
     if not isinstance(data, dict):
         raise UsageError(f"{path} is not a mapping of fields", hint=_MANIFEST_HINT)
