@@ -89,3 +89,22 @@ def test_wait_audit_runs_it_inline_as_before(kernel_repo: Path) -> None:
     assert data["gate_audit_background"] is None  # type: ignore[index]
     assert data["gate_audit"]["tried"] == 2 and data["gate_audit"]["survived"] == 2  # type: ignore[index]
     assert _status()["gate_audit_background"] is None
+
+
+def test_deleting_the_campaign_stops_its_audit_and_removes_its_mark_and_log(
+    kernel_repo: Path,
+) -> None:
+    repo = _campaign(kernel_repo, HANGS, "gate_audit_mutants: 2\n")
+    assert run_kgit("baseline").code == 0
+    audit_tree = repo / ".git" / "kgit" / "worktrees" / "c1" / "audit"
+    _until(lambda: processes_under(audit_tree, "check_kernel.py"))  # a mutant's gate hangs
+    mark = repo / ".git" / "kgit" / "audit" / "c1.json"
+    try:
+        deleted = run_kgit("campaign", "delete", "c1", "--yes", "--json")
+        assert deleted.code == 0, deleted
+        assert deleted.json()["audit_stopped"] is True  # type: ignore[index]
+        assert not mark.exists() and not mark.with_suffix(".log").exists()
+        _until(lambda: not processes_under(repo), within_s=30.0)  # its gate runs went with it
+    finally:
+        for pid in processes_under(repo):
+            os.kill(pid, signal.SIGKILL)

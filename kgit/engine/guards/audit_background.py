@@ -19,8 +19,10 @@ before, for those who need its result when the baseline returns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -28,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.orphans import process_start, running, tether
-from kgit.gitdoor import clean_env
+from kgit.engine.orphans import kill_left_behind, process_start, running, tether
+from kgit.gitdoor import Repo, clean_env
 from kgit.progress import Say
 
 INLINE_ENV = "KGIT_AUDIT_INLINE"
@@ -41,7 +43,34 @@ def inline_wanted() -> bool:
 
 
 def mark_path(campaign: Campaign) -> Path:
-    return campaign.repo.kgit_dir() / "audit" / f"{campaign.name}.json"
+    return _mark(campaign.repo, campaign.name)
+
+
+def _mark(repo: Repo, name: str) -> Path:
+    return repo.kgit_dir() / "audit" / f"{name}.json"
+
+
+def forget(repo: Repo, name: str) -> bool:
+    """The campaign NAME is deleted: its audit, if one still runs, is stopped (its session, gate
+    runs included), and its mark and log go. Whether one was running."""
+    mark = _mark(repo, name)
+    if not mark.is_file():
+        return False
+    state = _read(mark)
+    pid = int(state.get("pid", 0))
+    alive = pid > 0 and running(pid, str(state.get("start", "")))
+    if alive:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # its own session: the group is the audit's
+        deadline = time.monotonic() + 10.0
+        while running(pid, str(state.get("start", ""))) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+        # Its gate runs live in groups of their own, tethered to it: now that it is gone, the
+        # sweep of what a dead kgit left running takes them.
+        kill_left_behind(repo.common_dir, lambda _line: None)
+    mark.unlink(missing_ok=True)
+    mark.with_suffix(".log").unlink(missing_ok=True)
+    return alive
 
 
 def start_audit(campaign: Campaign, commit: str, say: Say) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from kgit.engine.campaign import list_campaigns
+from kgit.engine.guards.audit_background import forget
 from kgit.engine.guards.trust import config_key
 from kgit.engine.measuring.trees import campaign_folder, checkouts_in, remove_trees
 from kgit.engine.remote import TRACKING
@@ -60,6 +61,7 @@ def delete_campaign(repo: Repo, name: str) -> dict[str, Any]:
         repo.detach()  # the files stay; HEAD no longer names the branch
     with repo.write_lock():
         repo.delete_refs(refs, f"kgit: campaign {name} deleted")
+    audit_stopped = forget(repo, name)  # before the trees: its gate runs may be in one
     trees = _remove_work_trees(repo, name)
     for cache in CACHES:
         (repo.kgit_dir() / "cache" / cache.format(name=name)).unlink(missing_ok=True)
@@ -69,6 +71,7 @@ def delete_campaign(repo: Repo, name: str) -> dict[str, Any]:
         "deleted_refs": sorted(refs),
         "work_trees": trees,
         "detached_head": detached,
+        "audit_stopped": audit_stopped,
     }
 
 
