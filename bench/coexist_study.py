@@ -1,7 +1,7 @@
 """Where does a resident harness's own steady offset come from? Processes of one memory-bound
 kernel (RMSNorm 32768x8192) that coexist, as kgit's A and B workers do, read ~1% apart, steadily
 within each pair (bench/worker_pair.py), while buffer placements within one process spread by
-~0.1% (bench/placement_study.py).
+~0.1% (a placement study, removed at e05c134: this script's `alone` phase asks the same).
 
     python3 bench/coexist_study.py --units 3 --rounds 12
 

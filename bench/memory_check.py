@@ -1,5 +1,5 @@
-"""One-call check of the measuring sides' device memory on the card at hand (README "Device
-memory of the measuring sides").
+"""One-call check of the measuring sides' device memory on the card at hand (docs/measured.md,
+"Device memory of the measuring sides").
 
 Steps (each a real campaign run through the CLI, defaults kept):
   campaign  the user's 4-shape RMSNorm campaign (bf16 4096x4096, 16384x4096, 32768x8192,

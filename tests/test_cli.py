@@ -65,7 +65,7 @@ def test_help_teaches_the_loop() -> None:
     assert "--full" in run_kgit("round", "validate", "--help").out
 
 
-def test_init_help_says_what_the_readme_says_of_notes_and_rebase() -> None:
+def test_init_help_says_what_the_docs_say_of_notes_and_rebase() -> None:
     """`kgit init --help` said git would carry kgit's notes through amend and rebase; kgit
     removes that setting, and a rewritten commit has no verdict until it is validated."""
     text = " ".join(run_kgit("init", "--help").out.split())

@@ -343,7 +343,7 @@ class _Rebuild:
         # nor at one fixed offset from them. (The caching allocator serves them from what this
         # process already holds. Freeing the old unit and emptying the cache first, so that
         # they came fresh from the driver, moved nothing on an H200: bench/worker_pair.py,
-        # README "Verdicts on the H200".)
+        # docs/measured.md, "Verdicts on the H200".)
         steps = max(1, pad_max // PAD_STEP)
         pad = torch.empty(
             _placement.randrange(steps) * PAD_STEP, dtype=torch.uint8, device=self.device

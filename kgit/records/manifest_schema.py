@@ -9,7 +9,7 @@ from typing import Any
 MANIFEST_VERSION = 1
 
 # The metrics kgit knows how to aggregate. Any other column of the frozen CSV may be named
-# (a "custom" metric, higher is better): see README, "Metrics".
+# (a "custom" metric, higher is better): see docs/manifest.md, "Metrics".
 KNOWN_METRICS = ("Forward TFLOPS", "Combined Step TFLOPS", "Forward GB/s", "Backward GB/s")
 
 MAX_ITERATIONS_LIMIT = 120  # the seed: max_iterations must stay below 120

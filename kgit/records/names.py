@@ -1,6 +1,6 @@
 """Campaign names and the public ref layout built from them.
 
-The layout is kgit's public interface (README, "Where everything lives"); keep these names.
+The layout is kgit's public interface (docs/storage.md); keep these names.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Accept conflicts tried N times each, and how each ended (the figures in the README's
-"Campaigns across clones"): `python -m tests.engine.race_figures [N]` from the repository root.
+"""Accept conflicts tried N times each, and how each ended (the figures in
+docs/clones.md): `python -m tests.engine.race_figures [N]` from the repository root.
 
 Not collected by pytest (a few minutes at N=20 on 2 cores). Three races, the fake harness:
 two `kgit round accept` of one round at once in one clone; two clones each accepting its own

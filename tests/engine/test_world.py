@@ -178,3 +178,30 @@ def test_the_processes_of_one_commit_share_a_compile_cache_and_no_others_do(
         assert Path(shared[0]).parent.is_dir()
     assert not Path(shared[0]).parent.exists()
     assert len(set(caches())) == 2
+
+
+def test_a_src_layout_is_found_by_its_command_and_kgits_copy_stays_first(tmp_path: Path) -> None:
+    """docs/your-kernel.md: a measuring process has kgit's copy and the tree's root on its
+    PYTHONPATH, so a package at the root imports and one under `src/` does not, until the command
+    adds it after kgit's copy (the manifest's `env:` may not set PYTHONPATH: the test above)."""
+    (tmp_path / "src" / "kpkg").mkdir(parents=True)
+    (tmp_path / "src" / "kpkg" / "__init__.py").write_text("")
+    (tmp_path / "rootpkg").mkdir()
+    (tmp_path / "rootpkg" / "__init__.py").write_text("")
+    probe = "import kgit.measure as m, kpkg; print(m.__file__); print(kpkg.__file__)"
+    world = open_world(tmp_path, {})
+    try:
+
+        def run(command: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                command, shell=True, env=world.env, cwd=tmp_path, capture_output=True, text=True
+            )
+
+        assert run(f"{sys.executable} -c 'import rootpkg'").returncode == 0
+        assert "No module named 'kpkg'" in run(f"{sys.executable} -c '{probe}'").stderr
+        done = run(f"PYTHONPATH=\"$PYTHONPATH:src\" {sys.executable} -c '{probe}'")
+        measure, kpkg = done.stdout.split()
+        assert Path(measure).is_relative_to(world.lib), done.stderr
+        assert Path(kpkg) == tmp_path / "src" / "kpkg" / "__init__.py"
+    finally:
+        world.close()

@@ -181,8 +181,8 @@ def test_the_dtype_names_are_those_the_harness_reads() -> None:
 
 
 def test_the_default_policy_is_interleaved_and_a_named_seed_is_kept() -> None:
-    """The interleaved policy met the issue's figures on an H200 (README "Verdicts on the
-    H200"): a manifest that says nothing gets it; one that names `seed` keeps the seed's rule;
+    """The interleaved policy met the issue's figures on an H200 (docs/measured.md, "Verdicts on
+    the H200"): a manifest that says nothing gets it; one that names `seed` keeps the seed's rule;
     the template documents the same default."""
     from kgit.resources import data_dir
 

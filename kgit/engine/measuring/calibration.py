@@ -138,7 +138,7 @@ def _warn_plain_harness() -> None:
     warn(
         "the harness is not a resident harness: each A/B pair of the interleaved policy "
         "is two whole passes, so a validation takes several passes; a harness built on "
-        'kgit.measure answers in short blocks (README "The harness contract"), and '
+        "kgit.measure answers in short blocks (docs/harness.md), and "
         "`decision_policy: seed` judges one pass by the seed's rule"
     )
 
