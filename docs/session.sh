@@ -35,7 +35,7 @@ step 'git add . && git commit -qm "Triton GEMM, its tests and quick harness"'
 printf '%s\n' "$manifest" > manifest.yaml
 printf '$ cat manifest.yaml\n%s\n' "$manifest"
 step 'kgit init gemm_cpu --manifest manifest.yaml'
-step 'kgit -q baseline'
+step 'kgit -q baseline --wait-audit'
 step 'kgit round start "128x128x64 tiles: 4x fewer programs"'
 step "sed -i 's/^BLOCK_M = .*/BLOCK_M = 128/; s/^BLOCK_N = .*/BLOCK_N = 128/; s/^BLOCK_K = .*/BLOCK_K = 64/' gemm_kernel.py"
 step 'git commit -qam "bigger tiles"'
