@@ -83,9 +83,10 @@ class Notes(Refs, Objects):
     def notes_tree_commit(
         self, notes: Mapping[str, str], parents: Sequence[str], message: str
     ) -> str:
-        """A notes commit holding exactly NOTES (target -> blob), on PARENTS: a merge of two
-        notes histories keeps both reachable. The tree is flat; `git notes` reads any fan-out
-        and rewrites its own layout on its next write."""
+        """A notes commit holding exactly NOTES (target -> blob), on PARENTS (none, as every
+        notes commit of kgit's, or the remote's notes commit whose notes a pull did not take:
+        the push that replaces them is then a fast-forward). The tree is flat; `git notes`
+        reads any fan-out and rewrites its own layout on its next write."""
         entries = "".join(f"100644 blob {blob}\t{target}\0" for target, blob in notes.items())
         tree = self.git("mktree", "-z", input=entries.encode()).decode().strip()
         return self.commit_tree(tree, parents, message)
