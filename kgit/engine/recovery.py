@@ -7,14 +7,15 @@ of a few states, each recognisable from refs, notes and the campaign record alon
   Killed after the branch: an *orphan* branch at the best line's tip for the next round number;
   the next `round start` adopts it. Killed after the save: the round is open but another branch
   is checked out; `status` says `git checkout` it.
-- `round accept` moves the best line first, then marks the note, then saves the record. Killed
-  after the best line moved: the round is still open but the best line already holds its commit
+- `round accept` moves the best line first, then marks the note and closes the round in one
+  record commit. Killed after the best line moved: the round is still open but the best line already holds its commit
   (an *interrupted accept*). Accept completes it; rollback first moves the best line back to the
   round's parent (nothing can have been built on it while the round was open), so no commit
   marked ROLLED BACK is ever left on the best line.
-- `round rollback` marks the note ROLLED BACK, keeps the commit, then saves the record. Killed in
-  between: the round is open and its note says ROLLED BACK (an *interrupted rollback*); rollback
-  completes it and accept refuses it.
+- `round rollback` marks the note ROLLED BACK, keeps the commit and closes the round in one record
+  commit, so a kill leaves no state between. A kgit before that saved the closing apart: killed
+  in between, the round is open and its note says ROLLED BACK (an *interrupted rollback*);
+  rollback completes it and accept refuses it.
 - A note is never half written: kgit writes it into the campaign record and onto its notes ref in
   one transaction (kgit/engine/campaign.py), with the keep-ref (accept, rollback) or the evidence
   and the keep-ref (validate), so a kill between any two of those is not a state at all.

@@ -27,7 +27,13 @@ class Notes(Refs, Objects):
         built with plumbing and not yet on the ref, so that it can move in one transaction with
         other refs (`update_refs`). A target's existing note is replaced where it lies; a new
         one follows the tree's fan-out (`ab/cdef...` once git has fanned it out), as `git
-        notes` reads either and rewrites its own layout on its next write."""
+        notes` reads either and rewrites its own layout on its next write.
+
+        The commit has no parent: a notes ref holds one commit, not a history. `git log --all`
+        lists every commit a ref reaches, and a chain of notes commits put one "Notes added by
+        kgit" there per write; what the notes were is kept by the campaign record (each record
+        commit holds the notes as they stood). The new commit is built on OLD's tree, so what
+        git or the user added to the ref since kgit's last write stays."""
         import tempfile
 
         old = self.rev_parse(notes_ref)
@@ -50,7 +56,7 @@ class Notes(Refs, Objects):
             self._index_info(lines, env)
             tree = self.git("write-tree", env_extra=env).decode().strip()
         message = "Notes added by kgit\n"
-        return old, self.commit_tree(tree, [old] if old else [], message)
+        return old, self.commit_tree(tree, [], message)
 
     def note_read(self, notes_ref: str, target: str) -> bytes | None:
         out = self.git("notes", f"--ref={notes_ref}", "list", target, check=False).decode().strip()
@@ -77,9 +83,10 @@ class Notes(Refs, Objects):
     def notes_tree_commit(
         self, notes: Mapping[str, str], parents: Sequence[str], message: str
     ) -> str:
-        """A notes commit holding exactly NOTES (target -> blob), on PARENTS: a merge of two
-        notes histories keeps both reachable. The tree is flat; `git notes` reads any fan-out
-        and rewrites its own layout on its next write."""
+        """A notes commit holding exactly NOTES (target -> blob), on PARENTS (none, as every
+        notes commit of kgit's, or the remote's notes commit whose notes a pull did not take:
+        the push that replaces them is then a fast-forward). The tree is flat; `git notes`
+        reads any fan-out and rewrites its own layout on its next write."""
         entries = "".join(f"100644 blob {blob}\t{target}\0" for target, blob in notes.items())
         tree = self.git("mktree", "-z", input=entries.encode()).decode().strip()
         return self.commit_tree(tree, parents, message)

@@ -55,3 +55,27 @@ def kill_after_call(repo: Path, needle: str, *args: str) -> subprocess.Completed
     killed = kgit_process(repo, *args, kill_at=f"{index}:after")
     assert killed.returncode == KILLED, killed
     return killed
+
+
+def marked_open(repo: Path, tip: str, status: str, reason: str | None = None) -> None:
+    """What a kgit that closed a round in two record commits (the note marked and the commit
+    kept, then the round closed) left when killed between them: TIP's note marked STATUS, with
+    REASON for a rollback, and the round still open. kgit now closes a round in one commit, so
+    no kill leaves it; a record written before still may, and accept and rollback complete it."""
+    from kgit.engine.campaign import Campaign
+    from kgit.gitdoor import open_repo
+
+    campaign = Campaign.load(open_repo(repo), "c1")
+    note = campaign.read_round(tip)
+    assert note is not None
+    note.status = status
+    note.decision = note.decision or status
+    if reason is not None:
+        note.rollback_reason = reason
+    kept = campaign.refs.kept(note.round)
+    with campaign.repo.write_lock():
+        campaign.save(
+            f"round-{note.round} marked {status}",
+            notes=[campaign.round_note(tip, note)],
+            moves=[(kept, tip, campaign.repo.rev_parse(kept))],
+        )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import commit, git, record_note, run_kgit
-from tests.engine.killing import kill_after_call
+from tests.engine.killing import kill_after_call, marked_open
 
 ROUNDS = "refs/notes/kgit/c1/rounds"
 
@@ -115,14 +115,7 @@ def test_an_interrupted_accept_is_completed(campaign: Path) -> None:
 def test_an_interrupted_rollback_is_completed_with_its_reason(campaign: Path) -> None:
     repo = campaign
     tip = validated_round(repo, 90)
-    kill_after_call(
-        repo,
-        "update-ref -m 'kgit: round-2 marked",
-        "round",
-        "rollback",
-        "--reason",
-        "register spills",
-    )
+    marked_open(repo, tip, "ROLLED BACK", "register spills")
     data = doctor()[1]
     assert kinds(data) == ["interrupted_rollback"]
     assert doctor("--fix")[0] == 0

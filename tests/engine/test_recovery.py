@@ -12,7 +12,7 @@ from kgit.engine.rounds.accept import accept_round
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from tests.conftest import commit, git, record_note, run_kgit
-from tests.engine.killing import kill_after_call
+from tests.engine.killing import kill_after_call, marked_open
 
 ROUNDS = "refs/notes/kgit/c1/rounds"
 
@@ -177,7 +177,8 @@ def test_a_validation_run_again_after_an_interrupted_accept_can_still_be_rolled_
 def test_an_accept_after_an_interrupted_accept_completes_it(campaign: Path) -> None:
     repo = campaign
     tip = validated_round(repo, 120)
-    kill_after_call(repo, "update-ref -m 'kgit: round-2 marked", "round", "accept")
+    kill_after_call(repo, "update-ref -m 'kgit: accept round-2'", "round", "accept")
+    marked_open(repo, tip, "ACCEPTED")
     assert note_status(repo, tip) == "ACCEPTED" and status(repo)["open_round"] is not None
     assert run_kgit("round", "accept").code == 0
     assert status(repo)["open_round"] is None
@@ -187,9 +188,7 @@ def test_an_accept_after_an_interrupted_accept_completes_it(campaign: Path) -> N
 def test_an_accept_refuses_a_round_whose_rollback_was_interrupted(campaign: Path) -> None:
     repo = campaign
     tip = validated_round(repo, 120)  # an accepting verdict, rolled back all the same
-    kill_after_call(
-        repo, "update-ref -m 'kgit: round-2 marked", "round", "rollback", "--reason", "test"
-    )
+    marked_open(repo, tip, "ROLLED BACK", "test")
     assert status(repo)["next_step"].startswith("kgit round rollback")
     refused = run_kgit("round", "accept")
     assert refused.code == 1 and "hint: kgit round rollback finishes it" in refused.err

@@ -264,7 +264,5 @@ def _record_accept(
     if note.status not in ACCEPTING:  # an accept completed again keeps its first time
         note.status, note.decided_at = note.decision, now()
     keep_words(note, words)
-    mark_round(current, open_round.number, tip, note)
-    current.state.close_round(open_round.number)
-    current.save(f"round-{open_round.number} {note.status}")
+    mark_round(current, open_round.number, tip, note, f"round-{open_round.number} {note.status}")
     return note.status

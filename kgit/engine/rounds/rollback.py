@@ -55,6 +55,7 @@ def rollback_round(
     with repo.write_lock():
         current = campaign.reload()
         require_still_open(current, open_round, tip if tip != open_round.parent else None)
+        message = f"round-{open_round.number} ROLLED BACK" + (f": {reason}" if reason else "")
         if tip != open_round.parent:
             note = current.read_round(tip)
             if note is None or note.round != open_round.number:
@@ -73,7 +74,7 @@ def rollback_round(
             if reason is not None or note.rollback_reason is None:  # a completed one keeps it
                 note.rollback_reason = reason
             keep_words(note, {"lesson": lesson or ""})
-            mark_round(current, open_round.number, tip, note)
+            mark_round(current, open_round.number, tip, note, message)
         else:
             current.state.abandoned.append(
                 {
@@ -84,8 +85,8 @@ def rollback_round(
                     **({"lesson": lesson.strip()} if lesson and lesson.strip() else {}),
                 }
             )
-        current.state.close_round(open_round.number)
-        current.save(f"round-{open_round.number} ROLLED BACK" + (f": {reason}" if reason else ""))
+            current.state.close_round(open_round.number)
+            current.save(message)
     leave_round_branch(campaign, open_round.number)
     # The result is said once, by the command (kgit/views/commands.py), not also as progress.
     return {

@@ -304,13 +304,16 @@ def require_still_open(current: Campaign, open_round: OpenRound, tip: str | None
         )
 
 
-def mark_round(current: Campaign, number: int, tip: str, note: RoundNote) -> None:
-    """Write the closing round's final note and keep its commit (one transaction), before the
-    record closes the round: a kill in between leaves the interrupted accept or rollback that
-    kgit/engine/recovery.py describes, and the next accept or rollback completes."""
+def mark_round(current: Campaign, number: int, tip: str, note: RoundNote, message: str) -> None:
+    """Write the closing round's final note, keep its commit and close the round in the record,
+    all in one transaction (one record commit, saved as MESSAGE): a kill leaves the round open
+    and unmarked, or closed whole. (A kgit before this wrote the note and closed the round in
+    two commits; a kill in between left the interrupted accept or rollback that
+    kgit/engine/recovery.py describes, and the next accept or rollback still completes it.)"""
     kept = current.refs.kept(number)
+    current.state.close_round(number)
     current.save(
-        f"round-{number} marked {note.status}",
+        message,
         notes=[current.round_note(tip, note)],
         moves=[(kept, tip, current.repo.rev_parse(kept))],
     )

@@ -1,6 +1,8 @@
 """The merge rules of `kgit pull` for what two clones may both have written: notes refs and tips
-chains. Neither rule drops anything: a merged ref's commit has both sides' commits as parents,
-so either history stays reachable (and the next push is a fast-forward).
+chains. Neither rule drops anything. A merged tips chain's commit has both sides' commits as
+parents, so either history stays reachable (and the next push is a fast-forward); a notes ref
+holds one commit without parents (kgit/gitdoor/notes.py), and its merge holds the union of both
+sides' notes, which the next push checks by content (kgit/engine/sharing/push.py).
 
 Notes: kgit reads its notes from the campaign record (kgit/engine/campaign.py), and a notes ref is
 their published copy for `git log --notes`. So after a pull a notes ref holds what the record
@@ -28,28 +30,20 @@ class Merged:
     not_taken: dict[str, str] = field(default_factory=dict)  # target or file -> their blob
 
 
-def _parents(repo: Repo, ours: str | None, theirs: str | None) -> list[str]:
-    """The parents a merge of OURS and THEIRS needs: one side when it already contains the
-    other, both otherwise."""
-    if theirs is None or theirs == ours:
-        return [ours] if ours else []
-    if ours is None or repo.is_ancestor(ours, theirs):
-        return [theirs]
-    if repo.is_ancestor(theirs, ours):
-        return [ours]
-    return [ours, theirs]
-
-
 def _settle(
-    repo: Repo, ours: str | None, theirs: str | None, contents: dict[str, str], have: dict[str, str]
+    repo: Repo, ours: str | None, theirs: str | None, contents: dict[str, str], declined: bool
 ) -> str | None:
-    """The commit for CONTENTS on the right parents, or None when OURS (holding HAVE) already
-    is it; THEIRS itself when it holds exactly CONTENTS and contains OURS."""
-    parents = _parents(repo, ours, theirs)
-    if parents == ([ours] if ours else []) and have == contents:
+    """The notes commit for CONTENTS, or None when OURS already is it; THEIRS itself when it
+    holds exactly CONTENTS. A new one has no parent, as every notes commit of kgit's
+    (kgit/gitdoor/notes.py), unless DECLINED (THEIRS holds notes not taken): THEIRS is then its
+    parent, so that the next push, which replaces them, is a fast-forward."""
+    if ours is not None and not declined and repo.notes_at(ours) == contents:
         return None
-    if parents == [theirs] and theirs is not None and repo.notes_at(theirs) == contents:
+    if theirs is not None and repo.notes_at(theirs) == contents:
         return theirs
+    if ours is None and not contents and not declined:
+        return None
+    parents = [theirs] if declined and theirs is not None else []
     return repo.notes_tree_commit(contents, parents, "Notes merged by kgit pull\n")
 
 
@@ -64,7 +58,9 @@ def merge_notes(
     copies = {t: b for t, b in their_notes.items() if t not in recorded and b in kgit_blobs}
     contents = {**copies, **have, **recorded}
     not_taken = {t: b for t, b in their_notes.items() if contents.get(t) != b}
-    return Merged(_settle(repo, ours, theirs, contents, have), not_taken)
+    replaced = ours is not None and theirs is not None and repo.is_ancestor(theirs, ours)
+    declined = bool(not_taken) and not replaced  # a pull before already set them aside
+    return Merged(_settle(repo, ours, theirs, contents, declined), not_taken)
 
 
 def merge_tips(repo: Repo, ours: str | None, theirs: str) -> Merged:

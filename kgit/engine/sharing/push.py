@@ -10,8 +10,9 @@ What a push refuses before it sends anything:
 - a campaign record that is not a fast-forward of the remote's (the remote is ahead: nothing to
   push; the two diverged: `kgit pull` names the colliding rounds; unrelated: another campaign of
   the same name is there);
-- a best line or a notes ref whose remote value is not an ancestor of this clone's (someone
-  accepted there, or wrote notes there: `kgit pull` first, which merges notes);
+- a best line whose remote value is not an ancestor of this clone's (someone accepted there), or
+  a notes ref whose remote value holds a note this clone's lacks and the remote's record does
+  not hold (someone wrote notes there: `kgit pull` first, which merges notes);
 - a tips chain that diverged (`kgit pull` unites the two).
 Round branches and kept rounds may move backward (a round amended and validated again) when
 this clone's record contains the remote's, but never to an ancestor of the remote's: an older
@@ -39,7 +40,7 @@ from kgit.engine.remote import (
 )
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, PushedRef, RefPush, Repo
-from kgit.records.names import CampaignRefs, parse_round_branch
+from kgit.records.names import NOTE_KINDS, CampaignRefs, parse_round_branch
 
 
 def push(repo: Repo, remote: str, only: str | None) -> dict[str, Any]:
@@ -93,6 +94,7 @@ def _plan_campaign(
     result = _relation(repo, remote, name, mine, there)
     if result == "behind":
         return result
+    published = RecordAt.read(repo, there, NOTE_KINDS).notes if there else {}
     for ref, sha in sorted(ours.items()):
         old = theirs.get(ref)
         if old == sha or record.round_branch_closed(ref):
@@ -101,14 +103,34 @@ def _plan_campaign(
             # The remote is ahead on this ref: this clone's copy is older (another clone's
             # round that moved on there), and pushing it would take that clone's commits away.
             continue
-        forward_only = ref == refs.best or ref.startswith("refs/notes/") or result == "up to date"
-        if old is not None and forward_only and not repo.is_ancestor(old, sha):
+        if ref.startswith("refs/notes/"):
+            theirs_recorded = published.get(ref.rsplit("/", 1)[1], {})
+            kept = old is None or _holds_notes(repo, sha, old, theirs_recorded)
+        else:
+            forward_only = ref == refs.best or result == "up to date"
+            kept = old is None or not forward_only or repo.is_ancestor(old, sha)
+        if not kept:
             raise _moved_there(remote, name, ref, refs)
         updates.append(RefPush(ref, sha, old))
     for ref, old in sorted(theirs.items()):
         if record.round_branch_closed(ref):
             updates.append(RefPush(ref, None, old))
     return result
+
+
+def _holds_notes(repo: Repo, sha: str, old: str, published: dict[str, str]) -> bool:
+    """Whether the notes commit SHA keeps every note of OLD, the remote's, but those it holds as
+    the remote's record does (PUBLISHED, target -> blob: this clone's record, a fast-forward of
+    it, may have written them again since). kgit's notes commits have no parent
+    (kgit/gitdoor/notes.py), so a notes ref moves forward by what it keeps, not by descent; a
+    note written there by hand (or another note on a recorded target) is never replaced."""
+    if repo.is_ancestor(old, sha):
+        return True
+    ours = repo.notes_at(sha)
+    return all(
+        ours.get(target) == blob or published.get(target) == blob
+        for target, blob in repo.notes_at(old).items()
+    )
 
 
 def _relation(repo: Repo, remote: str, name: str, mine: str, there: str | None) -> str:
