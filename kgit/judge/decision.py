@@ -49,11 +49,13 @@ class Standard:
 @dataclass(frozen=True)
 class Judged:
     """A verdict, whether more measurement could change it (the stopping rule's question), and
-    the pairs' estimates it rests on, for the note (None under a rule without pairs)."""
+    the pairs' estimates it rests on, for the note (None under a rule without pairs); RULED: the
+    rule's own verdict when the physical floor overrode it (its gains, for kgit finish's report)."""
 
     verdict: Verdict
     settled: bool = True
     judgement: ABJudgement | None = None
+    ruled: Verdict | None = None
 
 
 # A policy's decision rule: pure, over the evidence and the standard.
@@ -79,7 +81,8 @@ def decide(
         return Judged(Verdict(ROLLED_BACK, NOT_MEASURED, ["the evidence holds no measurements"]))
     judged = rule(evidence, standard)
     if over:
-        return replace(judged, verdict=impossible_verdict(list(over), judged.verdict))
+        overridden = impossible_verdict(list(over), judged.verdict)
+        return replace(judged, verdict=overridden, ruled=judged.verdict)
     return judged
 
 
