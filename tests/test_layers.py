@@ -201,9 +201,10 @@ def test_the_scan_sees_a_second_spelling(tmp_path: Path) -> None:
 
 
 def policy_switches(path: Path) -> list[str]:
-    """`file:line` and the name, for each place PATH tells decision policies apart by name: a
-    comparison with a policy's name, a `case` on one, a dict keyed by two or more of them (one
-    key alone is the manifest's `interleaved:` section)."""
+    """`file:line` and the name, for each place PATH tells decision policies apart by name or
+    picks one by its name: a comparison with a policy's name, a `case` on one, a dict keyed by
+    two or more of them (one key alone is the manifest's `interleaved:` section), a name
+    assigned (a default, or the policy an upgrade gives)."""
     from kgit.records.policies import POLICIES
 
     found = []
@@ -211,7 +212,7 @@ def policy_switches(path: Path) -> list[str]:
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             named = [e for o in operands for e in getattr(o, "elts", [o])]
-        elif isinstance(node, ast.MatchValue):
+        elif isinstance(node, (ast.MatchValue, ast.Assign, ast.AnnAssign)) and node.value:
             named = [node.value]
         elif isinstance(node, ast.Dict):
             named = [key for key in node.keys if key is not None]
@@ -237,6 +238,7 @@ def test_the_scan_sees_a_switch_over_policies(tmp_path: Path) -> None:
         "def f(m):\n    if m.decision_policy == 'seed' or m.p in ('x', 'interleaved'):\n"
         "        return {'seed': 1, 'interleaved': 2}\n    match m.p:\n"
         "        case 'interleaved':\n            return {'interleaved': {}}\n"
+        "    m.decision_policy = 'seed'\n"
     )
     assert sorted(policy_switches(module)) == [
         "m.py:2 'interleaved'",
@@ -244,6 +246,7 @@ def test_the_scan_sees_a_switch_over_policies(tmp_path: Path) -> None:
         "m.py:3 'interleaved'",
         "m.py:3 'seed'",
         "m.py:5 'interleaved'",
+        "m.py:7 'seed'",
     ]
 
 

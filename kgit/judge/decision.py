@@ -1,11 +1,10 @@
 """A round's verdict from its evidence: `decide`, the one function that turns measurements into
-a decision, and the two rules it applies (the seed's over whole passes, the interleaved policy's
-over A/B pairs).
+a decision under a policy's rule (the shipped policies' rules: kgit/judge/rules.py).
 
 Every verdict over measurements is `decide`'s: a validation's stopping rule asks it whether the
-evidence is settled, the validation's verdict is its answer, accept recomputes it from the
-recorded evidence, and finish judges the best line against the baseline with it. The order of
-the checks lives here: a FAIL first (Check is a hard gate), then evidence that holds no
+evidence is settled, and a round's judgement (kgit/judge/judgement.py: `judge`, which validate
+records, accept replays and finish reports) calls it once. The order of the checks over the
+evidence lives here: a FAIL first (Check is a hard gate), then evidence that holds no
 measurement, then the policy's rule, overridden by a rate past the device's peak. A policy
 brings its rule (kgit/engine/measuring/policy.py); `decide` never asks a policy's name.
 """
@@ -15,17 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from kgit.judge.scoring import Score, geomean
-from kgit.judge.stats import ABJudgement, judge_pairs, pairs_of, side_means
+from kgit.judge.stats import ABJudgement
 from kgit.judge.verdict import (
     NOT_MEASURED,
-    REMEASURE,
     Verdict,
     correctness_verdict,
     fail_reasons,
     impossible_verdict,
-    interleaved_verdict,
-    seed_verdict,
 )
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Interleaved, Thresholds
@@ -49,11 +44,13 @@ class Standard:
 @dataclass(frozen=True)
 class Judged:
     """A verdict, whether more measurement could change it (the stopping rule's question), and
-    the pairs' estimates it rests on, for the note (None under a rule without pairs)."""
+    the pairs' estimates it rests on, for the note (None under a rule without pairs); RULED: the
+    rule's own verdict when the physical floor overrode it (its gains, for kgit finish's report)."""
 
     verdict: Verdict
     settled: bool = True
     judgement: ABJudgement | None = None
+    ruled: Verdict | None = None
 
 
 # A policy's decision rule: pure, over the evidence and the standard.
@@ -79,28 +76,6 @@ def decide(
         return Judged(Verdict(ROLLED_BACK, NOT_MEASURED, ["the evidence holds no measurements"]))
     judged = rule(evidence, standard)
     if over:
-        return replace(judged, verdict=impossible_verdict(list(over), judged.verdict))
+        overridden = impossible_verdict(list(over), judged.verdict)
+        return replace(judged, verdict=overridden, ruled=judged.verdict)
     return judged
-
-
-def seed_rule(evidence: Evidence, standard: Standard) -> Judged:
-    """The seed's rule over the candidate's plain passes, against the reference's stored values:
-    settled unless the noise rule asks for another run."""
-    labels = evidence.labels
-    runs = [Score(dict(run), [], geomean(run[label] for label in labels)) for run in evidence.runs]
-    verdict = seed_verdict(runs, standard.reference, standard.thresholds, standard.versus)
-    return Judged(verdict, verdict.decision != REMEASURE)
-
-
-def pairs_rule(evidence: Evidence, standard: Standard) -> Judged:
-    """Rule 3 on the A/B pairs' statistically called changes, with both sides' means kept."""
-    pairs = pairs_of(evidence.pairs)
-    labels = evidence.labels
-    judgement = judge_pairs(
-        pairs, labels, standard.floors, standard.interleaved, standard.thresholds
-    )
-    reference, candidate = side_means(pairs, labels)
-    verdict = interleaved_verdict(
-        judgement, standard.thresholds, standard.versus, candidate, reference
-    )
-    return Judged(verdict, judgement.settled, judgement)

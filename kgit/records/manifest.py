@@ -16,6 +16,7 @@ from typing import Any
 from kgit.errors import UsageError
 from kgit.records.manifest_checks import manifest_problems
 from kgit.records.manifest_schema import KNOWN_METRICS, MANIFEST_VERSION, SCHEMA
+from kgit.records.policies import DEFAULT_POLICY, POLICY_BEFORE_DEFAULT
 from kgit.records.yamltext import load_yaml_text
 
 
@@ -93,7 +94,7 @@ class Manifest:
     max_iterations: int = 50
     timeout_s: float = 1800.0
     protected_paths: list[str] = field(default_factory=list)
-    decision_policy: str = "interleaved"
+    decision_policy: str = DEFAULT_POLICY
     thresholds: Thresholds = field(default_factory=Thresholds)
     interleaved: Interleaved = field(default_factory=Interleaved)
     peaks: Peaks = field(default_factory=Peaks)
@@ -229,5 +230,5 @@ def judged_as_before(data: dict[str, Any]) -> dict[str, Any]:
     seed campaign's folder), with the policy its rounds were judged by when it names none: the
     seed's rule (its baseline has no A/A calibration for the other)."""
     if data.get("decision_policy") is None:
-        data["decision_policy"] = "seed"
+        data["decision_policy"] = POLICY_BEFORE_DEFAULT
     return data

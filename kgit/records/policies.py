@@ -2,8 +2,8 @@
 engine that implements it (the `Policy` protocol of kgit/engine/measuring/policy.py).
 
 This table is the one place where code spells a policy's name to tell policies apart: the
-manifest's schema reads its keys (kgit/records/manifest_checks.py), and the engine looks a
-campaign's policy up in it once per command. It names the modules instead of importing them:
+manifest's schema reads its keys (kgit/records/manifest_checks.py) and its default, and the
+engine looks a campaign's policy up in it once per command. It names the modules instead of importing them:
 the records sit below the engine (docs/architecture.md). A new policy is its module and a row.
 """
 
@@ -13,3 +13,8 @@ POLICIES: dict[str, str] = {
     "seed": "kgit.engine.measuring.policy_seed",
     "interleaved": "kgit.engine.measuring.policy_interleaved",
 }
+
+# The policy a manifest gets when it names none, and the one a manifest stored before that
+# default was chosen was judged by (its baseline has no A/A calibration for the other).
+DEFAULT_POLICY = "interleaved"
+POLICY_BEFORE_DEFAULT = "seed"

@@ -5,7 +5,9 @@ finish, and `kgit show` says why."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -253,11 +255,19 @@ def test_accept_rechecks_rule_11_on_the_commit(
 ) -> None:
     """A verdict recorded without the check (an older kgit) is not accepted on its word."""
     import kgit.engine.rounds.validate as round_validate
+    from kgit.engine.rounds.round import change_facts
+    from kgit.judge.judgement import Facts
+    from kgit.judge.rule11 import Finding
 
     repo = floored
     _round(repo, "cache the output", kernel="speed: 150\n", ops=ID_CACHE)
+
+    def without_shortcuts(*args: Any) -> tuple[Facts, list[Finding]]:
+        facts, _ = change_facts(*args)
+        return replace(facts, shortcuts=()), []
+
     with monkeypatch.context() as patched:
-        patched.setattr(round_validate, "rule11_findings", lambda *_: [])
+        patched.setattr(round_validate, "change_facts", without_shortcuts)
         assert run_kgit("round", "validate", "--json").json()["decision"] == "ACCEPTED"  # type: ignore[index]
     refused = run_kgit("round", "accept")
     assert refused.code == 1, refused

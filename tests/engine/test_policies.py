@@ -12,7 +12,8 @@ from kgit.engine.measuring.policy import Policy, policy_named
 from kgit.engine.rounds.round import recorded_evidence
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
-from kgit.judge.decision import Rule, Standard, decide, pairs_rule, seed_rule
+from kgit.judge.decision import Rule, Standard, decide
+from kgit.judge.rules import pairs_rule, seed_rule
 from kgit.records.notes import ACCEPTED, ROLLED_BACK
 from kgit.records.policies import POLICIES
 from tests.conftest import commit, git, run_kgit, without_policy

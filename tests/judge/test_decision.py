@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgit.judge.decision import Judged, Standard, decide, pairs_rule, seed_rule
+from kgit.judge.decision import Judged, Standard, decide
+from kgit.judge.rules import pairs_rule, seed_rule
 from kgit.judge.verdict import (
     CORRECTNESS,
     IMPOSSIBLE,

@@ -16,7 +16,8 @@ from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, 
 from kgit.engine.measuring.target import Outcome, Target, evidence_for, standard_for
 from kgit.engine.measuring.worktree import require_pristine
 from kgit.errors import KgitError
-from kgit.judge.decision import Standard, decide, pairs_rule
+from kgit.judge.decision import Standard, decide
+from kgit.judge.rules import pairs_rule
 from kgit.judge.scoring import geomean
 from kgit.progress import Say, phase
 from kgit.records.evidence import RESIDENT_MODE, Evidence

@@ -16,7 +16,7 @@ from kgit.engine.measuring.interleaved import floors_for, measure_interleaved
 from kgit.engine.measuring.sealed import sealed
 from kgit.engine.measuring.target import Outcome, Target
 from kgit.engine.measuring.worktree import measuring_tree
-from kgit.judge.decision import pairs_rule
+from kgit.judge.rules import pairs_rule
 from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Thresholds

@@ -21,7 +21,8 @@ from kgit.engine.measuring.target import (
     standard_for,
 )
 from kgit.engine.measuring.worktree import require_pristine
-from kgit.judge.decision import decide, seed_rule
+from kgit.judge.decision import decide
+from kgit.judge.rules import seed_rule
 from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Thresholds

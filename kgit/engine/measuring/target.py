@@ -11,8 +11,9 @@ from typing import Any
 
 from kgit.engine.measuring.passes import Measurement
 from kgit.engine.measuring.physical_floor import measured_rates
-from kgit.judge.decision import Rule, Standard, decide
+from kgit.judge.decision import Rule, Standard
 from kgit.judge.floor import Rates
+from kgit.judge.judgement import Judgement, Measured
 from kgit.judge.stats import ABJudgement, Estimate
 from kgit.judge.verdict import Verdict
 from kgit.records.evidence import RESIDENT_MODE, Evidence
@@ -74,12 +75,18 @@ class Outcome:
         values = [*self.evidence.runs, *(pair["b"] for pair in self.evidence.pairs)]
         return measured_rates(self.passes, values, metric)
 
-    def judge(self, rule: Rule, over: Sequence[str] = ()) -> None:
-        """The verdict under the policy's RULE (OVER: the physical floor's reasons)."""
-        judged = decide(
-            self.evidence, self.standard, rule, over=over, failed_where=self.failed_where
+    def measured(
+        self, rule: Rule, over: Sequence[str] = (), devices: Sequence[str] = ()
+    ) -> Measured:
+        """What the judgement weighs of this outcome under the policy's RULE (OVER: the physical
+        floor's reasons; DEVICES: the device's)."""
+        return Measured(
+            self.evidence, self.standard, rule, tuple(over), tuple(devices), self.failed_where
         )
-        self.verdict, self.judgement = judged.verdict, judged.judgement
+
+    def take(self, judgement: Judgement) -> None:
+        """Keep JUDGEMENT's verdict and estimates (kgit/judge/judgement.py judged it)."""
+        self.verdict, self.judgement = judgement.verdict, judgement.estimates
 
 
 def standard_for(

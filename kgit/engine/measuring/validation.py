@@ -13,13 +13,15 @@ floors with the same sampling, the baseline against itself (kgit/engine/measurin
   whole passes, in alternating order (kgit/engine/measuring/interleaved.py).
 
 Evidence pools: a validation of the tree and reference that earlier evidence is about adds to it
-(kgit/records/evidence.py), and the verdict is recomputed over everything measured. Every verdict
-is kgit/judge/decision.py's `decide` over the evidence: the policy's stopping rule asks it, the
-validation's verdict is its answer, and accept recomputes it from the recorded evidence
-(`rejudge`). What a validation compares and returns: kgit/engine/measuring/target.py.
+(kgit/records/evidence.py), and the verdict is recomputed over everything measured. A validation
+measures; the judgement of what it measured is kgit/judge/judgement.py's `judge`, called by
+validate, accept (over the recorded evidence: `recorded_measured`) and finish. What a validation
+compares and returns: kgit/engine/measuring/target.py.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.policy import Policy, policy_named
@@ -30,14 +32,11 @@ from kgit.engine.measuring.target import (
     standard_for,
 )
 from kgit.engine.measuring.worktree import measuring_tree
-from kgit.judge.decision import decide
-from kgit.judge.verdict import (
-    Verdict,
-)
+from kgit.judge.judgement import Measured
 from kgit.progress import Say
 from kgit.records.evidence import Evidence
 
-__all__ = ["Target", "ran_resident", "rejudge", "validate"]
+__all__ = ["Target", "ran_resident", "recorded_measured", "validate"]
 
 
 def validate(
@@ -50,7 +49,7 @@ def validate(
     echo: bool,
 ) -> Outcome:
     """Measure TARGET under the campaign's POLICY, pooled with PRIOR when it is evidence about
-    the same tree and reference, and judge it."""
+    the same tree and reference; the caller judges the outcome (kgit/judge/judgement.py)."""
     manifest = campaign.manifest
     if prior is not None and not prior.pools_with(
         manifest.decision_policy, None, target.candidate_tree, target.reference, target.labels
@@ -68,14 +67,21 @@ def validate(
     else:
         path = measuring_tree(campaign, target.candidate, "candidate", say, echo=echo)
         outcome = policy.measure(campaign, target, path, prior, say, echo=echo)
-    outcome.judge(policy.rule)
     return outcome
 
 
-def rejudge(campaign: Campaign, evidence: Evidence, best: dict[str, float]) -> Verdict:
-    """The verdict recomputed from recorded EVIDENCE against the best line's values BEST:
-    accept follows what the measurements say, not a decision written in a note."""
+def recorded_measured(
+    campaign: Campaign,
+    evidence: Evidence,
+    best: dict[str, float],
+    over: Sequence[str],
+    devices: Sequence[str],
+) -> Measured:
+    """What the judgement weighs of recorded EVIDENCE against the best line's values BEST (with
+    the floor's OVER and the device's DEVICES): accept follows what the measurements say, not a
+    decision written in a note."""
     policy = policy_named(evidence.policy)
     floors = policy.floors(campaign, evidence.labels, "best")
     standard = standard_for(campaign.manifest, evidence.labels, best, "best", floors)
-    return decide(evidence, standard, policy.rule).verdict
+    failed_where = " (an earlier validation)" if evidence.failed else ""
+    return Measured(evidence, standard, policy.rule, tuple(over), tuple(devices), failed_where)

@@ -1,5 +1,6 @@
-"""A round's accept: the verdict rechecked from the record (not the note), then the best line
-fast-forwarded to the round's commit and the round closed.
+"""A round's accept: the round's judgement replayed from the record (not the note) and required
+to accept (kgit/judge/judgement.py), then the best line fast-forwarded to the round's commit and
+the round closed.
 """
 
 from __future__ import annotations
@@ -9,23 +10,22 @@ from typing import Any
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.audit_background import wait_for_audit
 from kgit.engine.guards.gate import ensure_gated
-from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.guards.seal import require_unchanged
-from kgit.engine.measuring.passes import best_values
+from kgit.engine.measuring.passes import best_values, device_reasons
 from kgit.engine.measuring.physical_floor import impossible
-from kgit.engine.measuring.validation import rejudge
+from kgit.engine.measuring.policy import policy_named
+from kgit.engine.measuring.validation import recorded_measured
 from kgit.engine.recovery import interrupted_close
 from kgit.engine.rounds.round import (
     active_labels,
+    change_facts,
     commit_words,
     current_round,
     failed_gate,
     gate_failure_words,
     keep_words,
     leave_round_branch,
-    links_out,
     mark_round,
-    protected_changes,
     recorded_evidence,
     require_on_best,
     require_still_open,
@@ -34,6 +34,8 @@ from kgit.engine.rounds.round import (
 )
 from kgit.engine.sharing.follow import follow_branch
 from kgit.errors import KgitError
+from kgit.judge.judgement import Judgement, judge
+from kgit.judge.verdict import IMPOSSIBLE, LINK_OUT, OUTSIDE_SCOPE, PROTECTED, RULE_11
 from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
@@ -94,9 +96,7 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             hint='kgit round rollback --reason "..." (the commit stays reachable)',
             details="\n".join(note.reasons),
         )
-    evidence = _evidence_that_accepts(campaign, note, tip)
-    _require_change_allowed(campaign, evidence, tip)
-    _require_real(campaign, note.round, evidence, tip)
+    _require_judged_accepting(campaign, note, _recorded_evidence(campaign, note, tip), tip)
     ensure_gated(campaign, tip, say, echo=echo)
     return accept_under_lock(campaign, open_round, tip, say, words=words)
 
@@ -130,9 +130,9 @@ def _recorded_note(campaign: Campaign, open_round: OpenRound, tip: str) -> Round
     )
 
 
-def _evidence_that_accepts(campaign: Campaign, note: RoundNote, tip: str) -> Evidence:
+def _recorded_evidence(campaign: Campaign, note: RoundNote, tip: str) -> Evidence:
     """The evidence recorded about TIP's files on the round's active shapes, measured against
-    the best line's tip, with the verdict recomputed from it: it must accept."""
+    the best line's tip."""
     tree = campaign.repo.tree_of(tip)
     if note.tree != tree:
         raise KgitError(
@@ -154,51 +154,79 @@ def _evidence_that_accepts(campaign: Campaign, note: RoundNote, tip: str) -> Evi
             "line's tip",
             hint="kgit round validate measures it against the best line as it is",
         )
-    line = campaign.repo.rev_list(evidence.reference, first_parent=True)
-    recomputed = rejudge(campaign, evidence, best_values(campaign.all_rounds(verified=True), line))
-    if not recomputed.accepts:
-        raise KgitError(
-            f"round-{note.round}'s stored evidence does not support its verdict "
-            f"({recomputed.decision}: {'; '.join(recomputed.reasons)})",
-            hint="kgit round validate records a verdict from new measurements",
-        )
     return evidence
 
 
-def _require_change_allowed(campaign: Campaign, evidence: Evidence, tip: str) -> None:
-    """The round's change may not touch a protected path nor link out of the repository."""
-    changed = protected_changes(campaign, tip)
-    if changed:
-        raise KgitError(
-            f"protected path(s) changed since baseline: {', '.join(changed)}",
-            hint="protected-path changes are never accepted; roll the round back",
-        )
-    linked = links_out(campaign, tip, campaign.repo.changed_paths(evidence.reference, tip))
-    if linked:
-        raise KgitError(
-            f"symbolic link(s) out of the repository: {', '.join(linked)}",
-            hint="the code a round measures must be in git: commit the file itself, then validate",
-        )
+def replayed(campaign: Campaign, note: RoundNote, evidence: Evidence | None, tip: str) -> Judgement:
+    """The round's judgement replayed from the record: the facts of its commit against the
+    reference the EVIDENCE was measured against (the best line's tip when nothing was measured),
+    the evidence judged against the best line's values, the physical floor of its recorded rates
+    and the device NOTE recorded."""
+    reference = evidence.reference if evidence is not None else campaign.best_tip()
+    facts, _ = change_facts(campaign, reference, tip)
+    if evidence is None:
+        return judge(facts)
+    rounds = campaign.all_rounds(verified=True)
+    line = campaign.repo.rev_list(reference, first_parent=True)
+    over, _ = impossible(campaign, evidence.rates, note.fingerprint or None)
+    policy = policy_named(evidence.policy)
+    best_devices = [recorded.fingerprint for _, recorded in rounds if recorded.accepted]
+    devices = device_reasons(
+        note.fingerprint, campaign.state.fingerprint, best_devices, policy.stored_reference
+    )
+    measured = recorded_measured(campaign, evidence, best_values(rounds, line), over, devices)
+    return judge(facts, measured)
 
 
-def _require_real(campaign: Campaign, number: int, evidence: Evidence, tip: str) -> None:
-    """Accept re-checks, from the record and the commit rather than the note, the physical
-    floor of the recorded rates and rule 11 on the round's change."""
-    over, _ = impossible(campaign, evidence.rates)
-    if over:
-        raise KgitError(
-            f"round-{number}'s recorded measurements are faster than the device allows",
-            hint='kgit round rollback --reason "..." (an impossible rate is never a gain)',
-            details="\n".join(over),
-        )
-    findings = rule11_findings(campaign.repo, evidence.reference, tip)
-    if findings:
-        raise KgitError(
-            f"round-{number} adds {len(findings)} training shortcut(s) or tampering (a gain that "
-            "would vanish in a real training step)",
-            hint='kgit round rollback --reason "training shortcut" (kgit show lists the findings)',
-            details="\n".join(f.describe() for f in findings),
-        )
+def _require_judged_accepting(
+    campaign: Campaign, note: RoundNote, evidence: Evidence, tip: str
+) -> None:
+    """The judgement replayed from the record must accept; what refuses it says why."""
+    judgement = replayed(campaign, note, evidence, tip)
+    if judgement.accepts:
+        return
+    verdict = judgement.verdict
+    message, hint = _REFUSALS.get(verdict.cause, _UNSUPPORTED)
+    raise KgitError(
+        message.format(
+            n=note.round,
+            count=len(verdict.reasons),
+            decision=verdict.decision,
+            why="; ".join(verdict.reasons),
+        ),
+        hint=hint,
+        details="\n".join(verdict.reasons),
+    )
+
+
+# Why accept refuses, by the cause of the replayed verdict (kgit/judge/verdict.py).
+_UNSUPPORTED = (
+    "round-{n}'s stored evidence does not support its verdict ({decision}: {why})",
+    "kgit round validate records a verdict from new measurements",
+)
+_REFUSALS = {
+    PROTECTED: (
+        "round-{n}: {why}",
+        "protected-path changes are never accepted; roll the round back",
+    ),
+    LINK_OUT: (
+        "round-{n}: {why}",
+        "the code a round measures must be in git: commit the file itself, then validate",
+    ),
+    OUTSIDE_SCOPE: (
+        "round-{n}: {why}",
+        'kgit round rollback --reason "..." (declare them in kernel_source if they are kernel)',
+    ),
+    RULE_11: (
+        "round-{n} adds {count} training shortcut(s) or tampering (a gain that would vanish in "
+        "a real training step)",
+        'kgit round rollback --reason "training shortcut" (kgit show lists the findings)',
+    ),
+    IMPOSSIBLE: (
+        "round-{n}'s recorded measurements are faster than the device allows",
+        'kgit round rollback --reason "..." (an impossible rate is never a gain)',
+    ),
+}
 
 
 def accept_under_lock(

@@ -58,6 +58,7 @@ from kgit.engine.runner import run_command
 from kgit.errors import KgitError
 from kgit.judge.figures import figure_dict, measured
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
+from kgit.judge.judgement import Facts, judge, objections
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
 from kgit.progress import Say
@@ -233,8 +234,9 @@ def _acceptance(
     check = Acceptance([], [], command, suite.ok, round(suite.seconds, 3), reasons=reasons)
     # Rule 11 on everything the campaign changed: rounds accepted before the check existed too.
     findings = rule11_findings(campaign.repo, campaign.state.base, best)
-    check.reasons += [f.describe() for f in findings]
-    _full_validation(campaign, best, rounds, check, say, echo=echo)
+    facts = Facts(shortcuts=tuple(f.describe() for f in findings))
+    check.reasons += objections(facts)
+    _full_validation(campaign, best, rounds, (facts, check), say, echo=echo)
     return check
 
 
@@ -242,14 +244,16 @@ def _full_validation(
     campaign: Campaign,
     best: str,
     rounds: list[tuple[str, RoundNote]],
-    check: Acceptance,
+    judged: tuple[Facts, Acceptance],
     say: Say,
     *,
     echo: bool,
 ) -> None:
     """Every active target shape, the best line against the baseline commit, through the
-    rounds' own validation path (kgit/engine/measuring/validation.py). Both sides are measured now: the
+    rounds' own validation path (kgit/engine/measuring/validation.py), judged with the FACTS of
+    the campaign's change (kgit/judge/judgement.py) into CHECK. Both sides are measured now: the
     baseline's figures are not taken from its note (nor from anything else a round wrote)."""
+    facts, check = judged
     inactive = set(campaign.state.inactive)
     labels = [label for label in campaign.manifest.shape_labels if label not in inactive]
     say(f"full validation on all {len(labels)} active target shapes against the baseline commit")
@@ -267,15 +271,19 @@ def _full_validation(
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
         return
-    verdict = outcome.verdict
+    over, _ = impossible(
+        campaign, outcome.rates(campaign.manifest.primary_metric), outcome.fingerprint
+    )
+    judgement = judge(facts, outcome.measured(policy.rule, over))
+    # The report shows what the rule says of the measurements; the facts are listed already.
+    verdict = judgement.ruled or judgement.verdict
+    outcome.verdict, outcome.judgement = verdict, judgement.estimates
     check.runs = outcome.passes
     check.verdict_reasons = verdict.reasons
     if verdict.cause == CORRECTNESS:
         check.reasons += [f"full validation: {r}" for r in verdict.reasons]
         return
-    metric = campaign.manifest.primary_metric
-    over, _ = impossible(campaign, outcome.rates(metric), outcome.fingerprint)
-    check.reasons += [f"full validation: physical floor: {r}" for r in over]
+    check.reasons += [f"full validation: physical floor: {r}" for r in judgement.over]
     check.aggregate, check.baseline_aggregate = verdict.aggregate, verdict.reference_aggregate
     check.gain_pct = verdict.gain_pct
     _record_figures(campaign, outcome, labels, check)

@@ -19,12 +19,15 @@ from typing import Any
 from kgit.engine.bestline import require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.hooks import hooks_missing
+from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.guards.trust import require_trusted
 from kgit.engine.measuring.passes import require_clean
 from kgit.engine.recovery import adoptable_orphan, sweep_stray_branches
 from kgit.engine.rounds.parallel import check_out_in_worktree, leave_for_best, require_free_worktree
 from kgit.errors import KgitError, UsageError
-from kgit.judge.scope import in_kernel_source, links_out_of_repo
+from kgit.judge.judgement import Facts
+from kgit.judge.rule11 import Finding
+from kgit.judge.scope import in_kernel_source, links_out_of_repo, outside_kernel_source
 from kgit.records.evidence import Evidence
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import CLEAN_CHECKOUT, GateNote, OpenRound, RoundNote
@@ -252,6 +255,23 @@ def links_out(campaign: Campaign, commit: str, changed: Sequence[str]) -> list[s
     return links_out_of_repo(
         {p: t for p, t in links.items() if p in changed or in_kernel_source(p, sources)}
     )
+
+
+def change_facts(campaign: Campaign, reference: str, tip: str) -> tuple[Facts, list[Finding]]:
+    """The facts of the change REFERENCE..TIP that kgit/judge/judgement.py judges first, read
+    from the commits alone (validate and accept read them alike), and its rule-11 findings as
+    the note keeps them."""
+    changed = campaign.repo.changed_paths(reference, tip)
+    sources = campaign.manifest.kernel_source
+    findings = rule11_findings(campaign.repo, reference, tip)
+    facts = Facts(
+        linked=tuple(links_out(campaign, tip, changed)),
+        protected=tuple(protected_changes(campaign, tip)),
+        outside=tuple(outside_kernel_source(changed, sources)),
+        sources=tuple(sources),
+        shortcuts=tuple(f.describe() for f in findings),
+    )
+    return facts, findings
 
 
 def evidence_path(number: int, tree: str) -> str:

@@ -10,7 +10,6 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.gate import ensure_gated
-from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.measuring.passes import HarnessError, Measurement, best_values, device_reasons
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import policy_of
@@ -19,10 +18,9 @@ from kgit.engine.measuring.target import Outcome, Target, ran_resident, statisti
 from kgit.engine.measuring.validation import validate
 from kgit.engine.rounds.round import (
     active_labels,
+    change_facts,
     commit_words,
     evidence_path,
-    links_out,
-    protected_changes,
     recorded_evidence,
     require_on_best,
     round_at,
@@ -30,17 +28,9 @@ from kgit.engine.rounds.round import (
 from kgit.engine.runner import run_command
 from kgit.errors import KgitError
 from kgit.judge.floor import merge_rates
-from kgit.judge.scope import outside_kernel_source
+from kgit.judge.judgement import Facts, judge
 from kgit.judge.scoring import diagnostics, geomean, pct
-from kgit.judge.verdict import (
-    CORRECTNESS,
-    IMPOSSIBLE,
-    Verdict,
-    link_verdict,
-    protected_verdict,
-    rule11_verdict,
-    scope_verdict,
-)
+from kgit.judge.verdict import CORRECTNESS, IMPOSSIBLE, RULE_11
 from kgit.progress import Say
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.notes import ERROR, VALIDATED, OpenRound, RoundNote, ShapeResult
@@ -105,46 +95,27 @@ def _plain_means(runs: list[dict[str, float]], labels: list[str]) -> dict[str, f
     }
 
 
-def _unmeasured_verdict(
-    linked: list[str], changed: list[str], outside: list[str], sources: list[str]
-) -> Verdict | None:
-    """What the change's files alone decide, most serious first: a link out of the repository,
-    a frozen file changed, a file outside kernel_source; None when they decide nothing."""
-    if linked:
-        return link_verdict(linked)
-    if changed:
-        return protected_verdict(changed)
-    return scope_verdict(outside, sources) if outside else None
-
-
 def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
     hint = f"make the change and {commit_words(campaign)}"
     at = round_at(campaign, "validate", trusted_for="validate", commit_hint=hint)
     require_on_best(campaign, at, "validate")
     open_round, tip, best_tip = at.open_round, at.tip, at.best_tip
-    changed_paths = campaign.repo.changed_paths(best_tip, tip)
+    facts, findings = change_facts(campaign, best_tip, tip)
     # Judged before the gate runs: through a link out of the repository the gate would test
     # code git does not hold, and in kgit's clean checkout the link may point at nothing.
-    linked = links_out(campaign, tip, changed_paths)
-    if not linked:
+    if not facts.linked:
         _rebuild(campaign, say, echo)
         ensure_gated(campaign, tip, say, echo=echo)
     tree = campaign.repo.tree_of(tip)
     note = _new_note(campaign, open_round, full, tree)
-    changed = protected_changes(campaign, tip)
-    sources = campaign.manifest.kernel_source
-    outside = outside_kernel_source(changed_paths, sources)
-    verdict = _unmeasured_verdict(linked, changed, outside, sources)
-    if verdict is not None:
+    judgement = judge(facts)  # the change's files alone may decide: then nothing is measured
+    if not judgement.needs_measuring:
+        verdict = judgement.verdict
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
+        if verdict.cause == RULE_11:
+            note.findings = [f.to_dict() for f in findings]
         return _record(campaign, tip, note, [], say)
-    findings = rule11_findings(campaign.repo, best_tip, tip)
-    if findings:  # judged before measuring: no number makes such a gain real
-        verdict = rule11_verdict([f.describe() for f in findings])
-        note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
-        note.findings = [f.to_dict() for f in findings]
-        return _record(campaign, tip, note, [], say)
-    return _measured(campaign, note, (tip, tree), best_tip, say, echo=echo)
+    return _measured(campaign, note, (tip, tree), facts, best_tip, say, echo=echo)
 
 
 def _new_note(campaign: Campaign, open_round: OpenRound, full: bool, tree: str) -> RoundNote:
@@ -170,13 +141,15 @@ def _measured(
     campaign: Campaign,
     note: RoundNote,
     commit: tuple[str, str],
+    facts: Facts,
     best_tip: str,
     say: Say,
     *,
     echo: bool,
 ) -> dict[str, Any]:
     """The round's COMMIT (its sha and tree) measured against the best line and judged under
-    the campaign's policy; NOTE recorded with the verdict and its evidence."""
+    the campaign's policy, the change's FACTS judged with it; NOTE recorded with the verdict and
+    its evidence."""
     tip, tree = commit
     rounds = campaign.all_rounds(verified=True)
     best = best_values(rounds, campaign.repo.rev_list(best_tip, first_parent=True))
@@ -196,17 +169,17 @@ def _measured(
         _record(campaign, tip, note, [], say)
         raise
     over, impossible_labels = _floor_check(campaign, outcome)
-    outcome.judge(policy.rule, over)
+    best_devices = [recorded.fingerprint for _, recorded in rounds if recorded.accepted]
+    devices = device_reasons(
+        outcome.fingerprint or {}, campaign.state.fingerprint, best_devices, policy.stored_reference
+    )
+    outcome.take(judge(facts, outcome.measured(policy.rule, over, devices)))
     if outcome.evidence.mode == RESIDENT_MODE:
         # Block figures on both sides: the reference as measured now, the baseline's blocks.
         best = {**best, **outcome.verdict.reference}
         baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}
     _fill_note(note, outcome, best, baseline, labels, impossible_labels)
     note.statistics = statistics_dict(outcome, policy.statistics(outcome.evidence))
-    best_devices = [recorded.fingerprint for _, recorded in rounds if recorded.accepted]
-    note.reasons += device_reasons(
-        note.fingerprint, campaign.state.fingerprint, best_devices, policy.stored_reference
-    )
     return _record(campaign, tip, note, outcome.passes, say, outcome.reference_passes)
 
 
