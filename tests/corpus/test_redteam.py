@@ -62,7 +62,6 @@ def _param(attempt: Attempt, known_holes: bool = True) -> object:
     return pytest.param(attempt, id=attempt.id, marks=marks)
 
 
-@pytest.mark.xdist_group("redteam-seed")  # the template is built on one process
 @pytest.mark.parametrize("attempt", [_param(a) for a in ATTEMPTS])
 def test_a_cheat_never_reaches_the_best_line(
     attempt: Attempt, template: Path, tmp_path: Path
@@ -124,7 +123,6 @@ DEFAULT_STOPS = {
 assert {a.id for a in ATTEMPTS} >= UNDER_DEFAULT >= set(DEFAULT_STOPS)  # none can drop out
 
 
-@pytest.mark.xdist_group("redteam-default")
 @pytest.mark.parametrize(
     "attempt", [_param(a, known_holes=False) for a in ATTEMPTS if a.id in UNDER_DEFAULT]
 )
