@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import sysconfig
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,6 +53,43 @@ print("test_kernel: passed")
 # is exact; tests of the interleaved policy (the default) take the line out (without_policy).
 SEED_POLICY = "decision_policy: seed\n"
 assert SEED_POLICY in MANIFEST
+
+
+# Some red-team cases (marked `writes_site_packages`) write a module into this interpreter's
+# site-packages, where every gate and measurement running beside them would find it (kgit's walk
+# for writes would blame their kernels). The full suite runs on several processes (pytest-xdist),
+# so each test holds this interpreter's site-packages lock, shared, from its set-up to its
+# tear-down (the session's fixtures it builds included), and a marked one holds it alone. The
+# lock is named by the folder, so two pytest runs on one interpreter also keep out of each
+# other's way. A writer first takes the turnstile and keeps it while it waits: no new reader
+# gets in, so a writer is never starved by readers taking turns.
+_SITE_PACKAGES = sysconfig.get_paths()["purelib"]
+_SITE_LOCKS = Path(tempfile.gettempdir()) / (
+    "kgit-tests-site-packages-" + hashlib.sha256(_SITE_PACKAGES.encode()).hexdigest()[:16]
+)
+
+
+@contextmanager
+def site_packages_held(alone: bool, folder: Path = _SITE_LOCKS) -> Iterator[None]:
+    """This interpreter's site-packages lock (its files in FOLDER), held shared (ALONE: held by
+    this test only)."""
+    folder.mkdir(exist_ok=True)
+    with open(folder / "turnstile", "a") as turnstile, open(folder / "lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    with site_packages_held(alone=item.get_closest_marker("writes_site_packages") is not None):
+        yield
 
 
 def interruptible() -> None:

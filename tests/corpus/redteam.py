@@ -57,6 +57,9 @@ class Attempt:
     # The agent moves the best line's ref itself (plain git, --no-verify): caught then means
     # kgit refused to go on from it at STOP and never recorded an accept.
     moves_best_by_hand: bool = False
+    # The attempt writes a module into the interpreter's site-packages (and removes it): no other
+    # test may run beside it (tests/conftest.py, site_packages_held).
+    writes_site_packages: bool = False
 
 
 @dataclass
@@ -439,6 +442,7 @@ ATTEMPTS = [
                 '["purelib"])\')/kgit_corpus_planted.py" .git/kgit/tainted.json',
             ),
         ),
+        writes_site_packages=True,
     ),
     Attempt(
         "fake-find-on-path",
@@ -457,6 +461,7 @@ ATTEMPTS = [
                 '["purelib"])\')/kgit_corpus_planted.py" .git/kgit/tainted.json',
             ),
         ),
+        writes_site_packages=True,
     ),
     Attempt(
         "replace-best",
