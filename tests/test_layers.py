@@ -45,8 +45,8 @@ def test_the_engine_imports_no_view() -> None:
 
 
 # The engine's rooms, from the ground up: a module imports its own room and those below it only.
-ENGINE_ROOMS = ("remote", "orphans", "note_cache", "campaign", "bestline", "runner", "recovery", "measuring", "guards",
-                "sharing", "lineage", "reader", "rounds", "status", "lifecycle")  # fmt: skip
+ENGINE_ROOMS = ("remote", "orphans", "note_cache", "campaign", "bestline", "user_commands", "recovery", "measuring", "guards",
+                "sharing", "lineage", "read_only", "rounds", "status", "lifecycle")  # fmt: skip
 
 
 def room_of(module: str) -> str:

@@ -22,7 +22,7 @@ from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
 
 if TYPE_CHECKING:
     from kgit.engine.campaign import Campaign
-    from kgit.engine.reader import CampaignReader
+    from kgit.engine.read_only import CampaignReader
     from kgit.gitdoor import Repo
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -49,7 +49,7 @@ class Ctx:
 
     def reader(self) -> CampaignReader:
         """The campaign, read-only: what a view gets (kgit/records/reader.py)."""
-        from kgit.engine.reader import CampaignReader
+        from kgit.engine.read_only import CampaignReader
 
         return CampaignReader(self.campaign())
 

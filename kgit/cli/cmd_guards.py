@@ -150,7 +150,7 @@ def gate_audit(
     manifest's gate_audit_mutants (0: off): at most two gate runs of wall time.
     """
     from kgit.engine.guards.audit import run_audit
-    from kgit.views.gate_audit import audit_data, render_audit
+    from kgit.views.audit_text import audit_data, render_audit
 
     campaign = obj.campaign()
     wanted = count or campaign.manifest.gate_audit_mutants or 6

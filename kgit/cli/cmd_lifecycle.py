@@ -270,7 +270,7 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     message), records the report in notes refs/notes/kgit/NAME/final and marks the
     campaign finished (round start then needs --reopen).
     """
-    from kgit.engine.reader import CampaignReader
+    from kgit.engine.read_only import CampaignReader
     from kgit.engine.rounds.finish import check_finish, record_finish
     from kgit.views.final import render_final_note, render_finish
 

@@ -20,7 +20,7 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     """Where the campaign stands and what to do next."""
     from kgit.engine.campaign import list_campaigns
     from kgit.engine.status import status_data
-    from kgit.views.lineage import render_status
+    from kgit.views.status_log import render_status
 
     repo = obj.repo()
     if all_campaigns:
@@ -48,7 +48,7 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
     For each, the one command that repairs it. Exits 1 while problems remain, else 0.
     """
     from kgit.engine.lifecycle.doctor import diagnose, fix
-    from kgit.views.doctor import render_doctor
+    from kgit.views.doctor_text import render_doctor
 
     campaign = obj.campaign()
     found = diagnose(campaign)
@@ -74,8 +74,8 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
 def log(obj: Ctx, as_json: bool, verbose: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
     from kgit.engine.lineage import lineage
-    from kgit.engine.reader import CampaignReader
-    from kgit.views.lineage import quick_is_subset, render_log
+    from kgit.engine.read_only import CampaignReader
+    from kgit.views.status_log import quick_is_subset, render_log
 
     campaign = obj.campaign()
     subset = quick_is_subset(CampaignReader(campaign))
@@ -114,7 +114,7 @@ def tips(ctx: click.Context, as_json: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from kgit.engine.rounds.tips import campaign_tips_ref, render_tip_line, tips_for
+    from kgit.engine.rounds.keep_tips import campaign_tips_ref, render_tip_line, tips_for
 
     campaign = ctx.obj.campaign()
     found = [tip.to_dict() for tip in tips_for(campaign)]
@@ -147,7 +147,7 @@ def tips_add(
     as_json: bool,
 ) -> None:
     """Record a lesson for this campaign's GPU, op and backend."""
-    from kgit.engine.rounds.tips import add_tip, campaign_tips_ref
+    from kgit.engine.rounds.keep_tips import add_tip, campaign_tips_ref
 
     campaign = obj.campaign()
     tip = add_tip(campaign, context_, signal, takeaway, applicability, round_number)

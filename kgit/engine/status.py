@@ -1,6 +1,6 @@
 """Where a campaign stands, as `kgit status` reports it: the lineage's counts, the round in
 flight, what a killed command left, and the next step. Data only (the `--json` output); the text
-is kgit/views/lineage.py's."""
+is kgit/views/status_log.py's."""
 
 from __future__ import annotations
 

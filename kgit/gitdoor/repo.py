@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgit.errors import KgitError
+from kgit.gitdoor.git_notes import Notes
 from kgit.gitdoor.history import History
-from kgit.gitdoor.notes import Notes
 from kgit.gitdoor.remotes import Remotes
 from kgit.gitdoor.runner import clean_env, spawn
 from kgit.gitdoor.snapshot import Snapshot

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from kgit.judge.rule11_findings import CONSTEXPR_GROUP, DIVISIBLE_GROUP, IDENTITY_CACHE, Finding
-from kgit.judge.rule11_syntax import _NOT_TENSOR, _WEIGHT
+from kgit.judge.rule11_syntax import NOT_TENSOR, WEIGHT
 
 _IDENT = r"(?:\bid\s*\(\s*(?P<id>[\w.\->]+)|\bhash\s*\(\s*(?P<hash>[\w.\->]+)|(?P<ptr>[\w.\->]+?)\s*(?:\.|->)\s*data_ptr\s*(?:<[^>]*>)?\s*\(|(?P<cdata>[\w.\->]+?)\._cdata\b)"
 _LINE_KEY = re.compile(
@@ -27,7 +27,7 @@ def _line_key(line: str) -> str | None:
     for match in _LINE_KEY.finditer(line):
         subject = next(g for g in match.groups() if g)
         last = re.split(r"\.|->", subject)[-1]
-        if not (_WEIGHT.fullmatch(last) or _NOT_TENSOR.fullmatch(last)):
+        if not (WEIGHT.fullmatch(last) or NOT_TENSOR.fullmatch(last)):
             return subject
     return None
 

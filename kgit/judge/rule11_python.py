@@ -19,48 +19,48 @@ from kgit.judge.rule11_findings import (
     Finding,
 )
 from kgit.judge.rule11_syntax import (
-    _ASSERTS,
-    _BLOCK,
-    _CACHE_NAME,
-    _GROUP_INDEX,
-    _GROUPISH,
-    _GROUPS,
-    _MEMO_DECORATORS,
-    _NOT_KEY_PART,
-    _NOT_TENSOR,
-    _PARTITION_CALLS,
-    _PER_GROUP,
-    _SCALAR,
-    _SIZES,
-    _TENSOR,
-    _TENSOR_ATTRS,
-    _WEIGHT,
-    _alias,
-    _annotation,
-    _equal_split,
-    _getattr_name,
-    _key_parts,
-    _module_functions,
-    _name,
-    _own_nodes,
-    _Scope,
-    _scope,
-    _self_attributes,
-    _storage_owner,
+    ASSERTS,
+    BLOCK_NAME,
+    CACHE_NAME,
+    GROUP_INDEX,
+    GROUPISH,
+    GROUPS,
+    MEMO_DECORATORS,
+    NOT_KEY_PART,
+    NOT_TENSOR,
+    PARTITION_CALLS,
+    PER_GROUP,
+    SCALAR,
+    SIZES,
+    TENSOR,
+    TENSOR_ATTRS,
+    WEIGHT,
+    Scope,
+    alias_of,
+    annotation_of,
+    equal_split,
+    getattr_name,
     inner_body,
+    key_parts,
+    module_functions,
+    node_name,
+    own_nodes,
+    scope_of,
+    self_attributes,
+    storage_owner,
 )
 
 
 class PythonScan:
     def __init__(self, path: str, text: str, tree: ast.Module) -> None:
         self.path, self.lines = path, text.splitlines()
-        self.module = _scope(tree.body, None, None)
+        self.module = scope_of(tree.body, None, None)
         self.aliases = {  # `ident = id` at module level
             name
             for name, values in self.module.assigns.items()
             if any(isinstance(v, ast.Name) and v.id in ("id", "hash") for v in values)
         }
-        self.self_attrs = _self_attributes(tree)
+        self.self_attrs = self_attributes(tree)
         self.functions = {
             node.name: node
             for node in tree.body
@@ -88,10 +88,10 @@ class PythonScan:
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         self.found.setdefault((pattern, line), Finding(self.path, line, pattern, text, subject))
 
-    def _visit_body(self, body: list[ast.stmt], scope: _Scope) -> None:
-        for node in _own_nodes(body):
+    def _visit_body(self, body: list[ast.stmt], scope: Scope) -> None:
+        for node in own_nodes(body):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                inner = _scope(inner_body(node), scope, node.args)
+                inner = scope_of(inner_body(node), scope, node.args)
                 if not isinstance(node, ast.Lambda):
                     self._memoized(node, inner)
                 self._constexpr_params(node.args)
@@ -107,13 +107,13 @@ class PythonScan:
         """Functions that return a key built on the identity of (some of) their parameters:
         `def _key(t): return (id(t), t._version)` makes `cache[_key(x)]` keyed on x."""
         found: dict[str, list[int]] = {}
-        for name, node in _module_functions(tree):
-            scope = _scope(inner_body(node), self.module, node.args)
+        for name, node in module_functions(tree):
+            scope = scope_of(inner_body(node), self.module, node.args)
             names = [a.arg for a in node.args.args]
             returned = (
                 [node.body]
                 if isinstance(node, ast.Lambda)
-                else [r.value for r in _own_nodes(node.body) if isinstance(r, ast.Return)]
+                else [r.value for r in own_nodes(node.body) if isinstance(r, ast.Return)]
             )
             keyed = {
                 names.index(subject.id)
@@ -127,11 +127,11 @@ class PythonScan:
         return found
 
     def _subjects(
-        self, expr: ast.AST, scope: _Scope, seen: set[str], functions: Mapping[str, list[int]]
+        self, expr: ast.AST, scope: Scope, seen: set[str], functions: Mapping[str, list[int]]
     ) -> list[ast.expr]:
         """The objects whose identity EXPR is built on, through key variables of SCOPE."""
         subjects: list[ast.expr] = []
-        for node in _key_parts(expr):
+        for node in key_parts(expr):
             if isinstance(node, ast.Call):
                 subjects += self._identity_call(node, scope, functions)
             elif isinstance(node, ast.Attribute) and node.attr == "_cdata":
@@ -145,14 +145,14 @@ class PythonScan:
         return subjects
 
     def _identity_call(
-        self, call: ast.Call, scope: _Scope, functions: Mapping[str, list[int]]
+        self, call: ast.Call, scope: Scope, functions: Mapping[str, list[int]]
     ) -> list[ast.expr]:
         func, args = call.func, call.args
         name = func.id if isinstance(func, ast.Name) else None
         qualified = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
         if qualified and ast.unparse(func).startswith("builtins."):
             name = ast.unparse(func).removeprefix("builtins.")
-        fetched = _getattr_name(func)  # getattr(x, "data_ptr")(), getattr(builtins, "id")(x)
+        fetched = getattr_name(func)  # getattr(x, "data_ptr")(), getattr(builtins, "id")(x)
         if fetched and ast.unparse(fetched[0]) in ("builtins", "__builtins__"):
             name = fetched[1]
         elif fetched and fetched[1] in ("data_ptr", "__hash__", "_cdata"):
@@ -164,14 +164,14 @@ class PythonScan:
         if name == "hash" and args and self._maybe_tensor(args[0], scope):
             return [args[0]]
         if isinstance(func, ast.Attribute) and func.attr in ("data_ptr", "__hash__"):
-            return [_storage_owner(func.value)]
+            return [storage_owner(func.value)]
         keyed = functions.get(name or "") or self.key_functions.get(name or "", [])
         return [args[i] for i in keyed if i < len(args)]
 
-    def _weight(self, subject: ast.expr, scope: _Scope, depth: int = 0) -> bool:
+    def _weight(self, subject: ast.expr, scope: Scope, depth: int = 0) -> bool:
         """A weight, a parameter or their owner. An alias is followed, local or an attribute of
         `self` (`weight = x`, `self.w_in = x` make no weight of an activation)."""
-        name = _name(subject)
+        name = node_name(subject)
         if name is None:
             return False
         if isinstance(subject, ast.Name):
@@ -180,40 +180,40 @@ class PythonScan:
             values = self.self_attrs.get(name, [])
         else:
             values = []
-        aliases = [v for v in values if _alias(v)]
+        aliases = [v for v in values if alias_of(v)]
         if aliases and depth < 4:
             return all(self._weight(v, scope, depth + 1) for v in aliases)
-        return bool(_WEIGHT.fullmatch(name) or _NOT_TENSOR.fullmatch(name))
+        return bool(WEIGHT.fullmatch(name) or NOT_TENSOR.fullmatch(name))
 
-    def _maybe_tensor(self, node: ast.expr, scope: _Scope, depth: int = 0) -> bool:
+    def _maybe_tensor(self, node: ast.expr, scope: Scope, depth: int = 0) -> bool:
         """Tensor-named, or a parameter nothing says is not a tensor (for hash() and `is`);
         a local alias is followed (`t = a.contiguous()`)."""
         if self._tensor_like(node, scope):
             return True
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             node = node.func.value  # a method's result is about its object: a.contiguous()
-        name = _name(node)
+        name = node_name(node)
         values = scope.values(name) if isinstance(node, ast.Name) and name else None
-        aliases = [v for v in values or [] if _alias(v)]
+        aliases = [v for v in values or [] if alias_of(v)]
         if aliases and depth < 4:
             return any(self._maybe_tensor(v, scope, depth + 1) for v in aliases)
         arg = scope.param(name) if isinstance(node, ast.Name) and name else None
         return (
             arg is not None
-            and not _SCALAR.search(_annotation(arg))
-            and not _NOT_KEY_PART.fullmatch(arg.arg)
+            and not SCALAR.search(annotation_of(arg))
+            and not NOT_KEY_PART.fullmatch(arg.arg)
             and not self._weight(node, scope)
         )
 
-    def _tensor_like(self, node: ast.expr, scope: _Scope) -> bool:
-        name = _name(node)
+    def _tensor_like(self, node: ast.expr, scope: Scope) -> bool:
+        name = node_name(node)
         if name is None:
             return False
-        if "Tensor" in _annotation(scope.param(name)):
+        if "Tensor" in annotation_of(scope.param(name)):
             return True
-        return bool(_TENSOR.fullmatch(name)) and not self._weight(node, scope)
+        return bool(TENSOR.fullmatch(name)) and not self._weight(node, scope)
 
-    def _key_check(self, node: ast.AST, key: ast.expr, container: ast.expr, s: _Scope) -> None:
+    def _key_check(self, node: ast.AST, key: ast.expr, container: ast.expr, s: Scope) -> None:
         if not s.persistent(container):
             return
         subjects = self._subjects(key, s, set(), {})
@@ -243,15 +243,15 @@ class PythonScan:
             subject = ", ".join(p.id for p in tensors)
             self._add(node, TENSOR_KEY, subject, (TENSOR_KEY, *cache, subject))
 
-    def _cache_container(self, container: ast.expr, scope: _Scope) -> bool:
-        name = _name(container)
+    def _cache_container(self, container: ast.expr, scope: Scope) -> bool:
+        name = node_name(container)
         if name is None:
             return False
         values = scope.values(name) or []
         weak = any("Weak" in ast.unparse(v) for v in values)
-        return weak or bool(_CACHE_NAME.fullmatch(name))
+        return weak or bool(CACHE_NAME.fullmatch(name))
 
-    def _check(self, node: ast.AST, scope: _Scope) -> None:
+    def _check(self, node: ast.AST, scope: Scope) -> None:
         if isinstance(node, ast.Subscript):
             self._key_check(node, node.slice, node.value, scope)
         elif isinstance(node, ast.Call):
@@ -270,22 +270,22 @@ class PythonScan:
             for target in targets:
                 self._stash(node, target, scope)
 
-    def _stash(self, node: ast.AST, target: ast.expr, scope: _Scope) -> None:
+    def _stash(self, node: ast.AST, target: ast.expr, scope: Scope) -> None:
         """`x._out = out`: a result kept on the input tensor object is an identity cache."""
         if (
             isinstance(target, ast.Attribute)
-            and target.attr not in _TENSOR_ATTRS
+            and target.attr not in TENSOR_ATTRS
             and isinstance(target.value, ast.Name)
             and scope.param(target.value.id) is not None  # an input, not what it builds
             and self._tensor_like(target.value, scope)
         ):
             self._add(node, TENSOR_ATTR, ast.unparse(target))
 
-    def _call(self, call: ast.Call, scope: _Scope) -> None:
+    def _call(self, call: ast.Call, scope: Scope) -> None:
         func = call.func
         self._memoized_call(call, scope)
         if (
-            _name(func) == "setattr"
+            node_name(func) == "setattr"
             and isinstance(func, ast.Name)
             and len(call.args) == 3
             and isinstance(call.args[0], ast.Name)
@@ -300,26 +300,26 @@ class PythonScan:
                 for key in call.args[0].keys:
                     if key is not None:
                         self._key_check(call, key, func.value, scope)
-            if func.attr in _ASSERTS:
+            if func.attr in ASSERTS:
                 self._assertion(call, call.args[0])
-        if isinstance(func, ast.Name) and func.id in _ASSERTS and call.args:
+        if isinstance(func, ast.Name) and func.id in ASSERTS and call.args:
             self._assertion(call, call.args[0])
-        name = _name(func) if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name in _PARTITION_CALLS:  # torch.full((G,), M // G), x.split(T // E)
+        name = node_name(func) if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in PARTITION_CALLS:  # torch.full((G,), M // G), x.split(T // E)
             for arg in [*call.args, *(k.value for k in call.keywords)]:
-                if _equal_split(arg):
+                if equal_split(arg):
                     self._add(call, STATIC_PARTITION, ast.unparse(call))
                     return
 
-    def _compare(self, node: ast.Compare, scope: _Scope) -> None:
+    def _compare(self, node: ast.Compare, scope: Scope) -> None:
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=False):
             if isinstance(op, ast.In | ast.NotIn):
                 self._key_check(node, left, right, scope)
             elif isinstance(op, ast.Is | ast.IsNot):
                 for a, b in ((left, right), (right, left)):
-                    stored = _name(b)
-                    kept = stored and _CACHE_NAME.fullmatch(stored) and scope.persistent(b)
+                    stored = node_name(b)
+                    kept = stored and CACHE_NAME.fullmatch(stored) and scope.persistent(b)
                     if kept and self._maybe_tensor(a, scope):
                         self._add(node, IDENTITY_TEST, f"{ast.unparse(a)} is {ast.unparse(b)}")
                         break
@@ -327,22 +327,22 @@ class PythonScan:
 
     # memoization --------------------------------------------------------------------------
 
-    def _memoized_call(self, call: ast.Call, scope: _Scope) -> None:
+    def _memoized_call(self, call: ast.Call, scope: Scope) -> None:
         """`fwd = functools.lru_cache(maxsize=None)(_fwd)`, `fwd = functools.cache(_fwd)`."""
         memo = call.func.func if isinstance(call.func, ast.Call) else call.func
-        if _name(memo) not in _MEMO_DECORATORS or not call.args:
+        if node_name(memo) not in MEMO_DECORATORS or not call.args:
             return
         wrapped = call.args[0]
         target = self.functions.get(wrapped.id) if isinstance(wrapped, ast.Name) else None
         if target is not None:
-            inner = _scope(target.body, self.module, target.args)
+            inner = scope_of(target.body, self.module, target.args)
             self._memoized(target, inner, at=call)
 
     def _memoized(
-        self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope, at: ast.AST | None = None
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope, at: ast.AST | None = None
     ) -> None:
-        names = {_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
-        if at is None and not names & _MEMO_DECORATORS:
+        names = {node_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+        if at is None and not names & MEMO_DECORATORS:
             return
         tensors = [
             arg.arg
@@ -357,10 +357,10 @@ class PythonScan:
 
     def _constexpr_params(self, args: ast.arguments) -> None:
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-            self._constexpr(arg, arg.arg, _annotation(arg))
+            self._constexpr(arg, arg.arg, annotation_of(arg))
 
     def _constexpr(self, node: ast.AST, name: str, annotation: str) -> None:
-        if "constexpr" in annotation and _PER_GROUP.fullmatch(name):
+        if "constexpr" in annotation and PER_GROUP.fullmatch(name):
             self._add(node, CONSTEXPR_GROUP, name)
 
     def _assertion(self, node: ast.AST, test: ast.expr) -> None:
@@ -368,13 +368,13 @@ class PythonScan:
         for part in ast.walk(test):
             if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod):
                 divisor = ast.unparse(part.right)
-                block = _BLOCK.search(divisor) or (
+                block = BLOCK_NAME.search(divisor) or (
                     isinstance(part.right, ast.Constant) and str(part.right.value).isdigit()
                 )
-                if block and _GROUPISH.search(text):
+                if block and GROUPISH.search(text):
                     self._add(node, DIVISIBLE_GROUP, ast.unparse(part.left))
                     return
-            if isinstance(part, ast.Compare) and _SIZES.search(text):
+            if isinstance(part, ast.Compare) and SIZES.search(text):
                 for op, right in zip(part.ops, part.comparators, strict=False):
                     value = right.value if isinstance(right, ast.Constant) else None
                     nonzero = (isinstance(op, ast.Gt | ast.NotEq) and value == 0) or (
@@ -389,8 +389,8 @@ class PythonScan:
         The same division named otherwise (`avg_m = M // G` for a tile heuristic) passes."""
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         names = [t.id for t in targets if isinstance(t, ast.Name)]
-        if node.value is not None and any(_PER_GROUP.fullmatch(n) for n in names):
-            split = _equal_split(node.value)
+        if node.value is not None and any(PER_GROUP.fullmatch(n) for n in names):
+            split = equal_split(node.value)
             if split is not None:
                 self._add(node, STATIC_PARTITION, ast.unparse(split))
 
@@ -398,14 +398,14 @@ class PythonScan:
         if isinstance(node.op, ast.Mult):
             for a, b in ((node.left, node.right), (node.right, node.left)):
                 if isinstance(a, ast.List) and len(a.elts) == 1:
-                    item, count = _name(a.elts[0]), _name(b)
-                    if item and count and _PER_GROUP.fullmatch(item) and _GROUPS.fullmatch(count):
+                    item, count = node_name(a.elts[0]), node_name(b)
+                    if item and count and PER_GROUP.fullmatch(item) and GROUPS.fullmatch(count):
                         self._add(node, STATIC_PARTITION, ast.unparse(node))
                         return
-                per, index = _name(a), ast.unparse(b)
+                per, index = node_name(a), ast.unparse(b)
                 uniform = (
-                    per and _PER_GROUP.fullmatch(per) and isinstance(a, ast.Name | ast.Attribute)
+                    per and PER_GROUP.fullmatch(per) and isinstance(a, ast.Name | ast.Attribute)
                 )
-                if uniform and (_GROUP_INDEX.fullmatch(index) or "arange" in index):
+                if uniform and (GROUP_INDEX.fullmatch(index) or "arange" in index):
                     self._add(node, STATIC_PARTITION, ast.unparse(node))
                     return

@@ -12,55 +12,53 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 # A weight, a parameter, or what owns them: keys on these are the bounded caches rule 11 allows.
-_WEIGHT = re.compile(
+WEIGHT = re.compile(
     r"(?i)w|wt|w\d+|w_\w+|\w+_w|\w*weights?\w*|params?|parameters?|\w+_params?|bias(es)?|\w+_bias"
     r"|self|module|model|layer|\w+_layer|lora_\w+"
 )
 # Objects that are not tensors at all (kernels, callbacks, configurations).
-_NOT_TENSOR = re.compile(
-    r"(?i)fn|func|function|callback|kernel|\w+_(fn|func|kernel)|cls|config|cfg"
-)
+NOT_TENSOR = re.compile(r"(?i)fn|func|function|callback|kernel|\w+_(fn|func|kernel)|cls|config|cfg")
 # Names that say "tensor" without an annotation. Deliberately narrow (no a, b, k, t): hash() or
 # lru_cache over `k` is more often over an int than over a tensor.
-_TENSOR = re.compile(
+TENSOR = re.compile(
     r"x|xs|x\d|inp|input|inputs|out|output|outputs|grad|grads|grad_\w+|\w+_grad|dy|dx|dout|d_out"
     r"|act|acts|activations?|hidden|hidden_states|tokens|tensor|tensors|\w+_tensor|logits"
 )
-_CACHE_NAME = re.compile(r"(?i)\w*(cache|memo|lookup|saved|seen|stash|last|prev)\w*")
-_PER_GROUP = re.compile(r"(?i)(m|tokens?|rows?|num_tokens|n_tokens)_?per_?(group|expert)s?")
-_GROUPS = re.compile(r"(?i)(num_|n_|n)?(groups|experts|local_experts)|num_group|num_expert|G|E")
+CACHE_NAME = re.compile(r"(?i)\w*(cache|memo|lookup|saved|seen|stash|last|prev)\w*")
+PER_GROUP = re.compile(r"(?i)(m|tokens?|rows?|num_tokens|n_tokens)_?per_?(group|expert)s?")
+GROUPS = re.compile(r"(?i)(num_|n_|n)?(groups|experts|local_experts)|num_group|num_expert|G|E")
 _TOTAL = re.compile(r"(?i)m|t|total\w*|\w*tokens|num_rows|rows|\w+\.shape\[0\]|\w+\.size\(0\)")
-_GROUP_INDEX = re.compile(r"(?i)(pid_?)?(g|group|expert|e)(_?id|_?idx|_index)?|gid|eid")
-_GROUPISH = re.compile(
+GROUP_INDEX = re.compile(r"(?i)(pid_?)?(g|group|expert|e)(_?id|_?idx|_index)?|gid|eid")
+GROUPISH = re.compile(
     r"(?i)per_?(group|expert)|group_?(sizes?|lens?)|\bexpert|m_?splits|batch_?sizes|\bsizes\b"
     r"|\bsplits\b|\bcounts\b"
 )
-_SIZES = re.compile(
+SIZES = re.compile(
     r"(?i)sizes|splits|counts|tokens_per_(expert|group)|m_per_(group|expert)|group_lens?"
 )
-_BLOCK = re.compile(r"(?i)block|blk|tile")
-_SCALAR = re.compile(r"\b(int|float|str|bool|tuple|Tuple|dtype|Sequence|list|List|dict|Dict)\b")
+BLOCK_NAME = re.compile(r"(?i)block|blk|tile")
+SCALAR = re.compile(r"\b(int|float|str|bool|tuple|Tuple|dtype|Sequence|list|List|dict|Dict)\b")
 # Parameters that are keys, sizes or names, not tensors: hash() over them is ordinary.
-_NOT_KEY_PART = re.compile(
+NOT_KEY_PART = re.compile(
     r"(?i)self|cls|ctx|key|keys|\w*name|\w*shape|dims?|sizes?|[mnk]|\w+_(id|idx)"
 )
 # Attributes a tensor has of its own: setting them is no stashing.
-_TENSOR_ATTRS = {"grad", "data", "requires_grad", "retains_grad", "names"}
+TENSOR_ATTRS = {"grad", "data", "requires_grad", "retains_grad", "names"}
 _LIBRARIES = {"torch", "nn", "F", "np", "numpy", "triton", "tl", "math", "functools", "weakref"}
-_MEMO_DECORATORS = {"lru_cache", "cache", "cached", "memoize", "memoized"}
-_ASSERTS = {"static_assert", "device_assert", "_assert", "_check", "assert_"}
+MEMO_DECORATORS = {"lru_cache", "cache", "cached", "memoize", "memoized"}
+ASSERTS = {"static_assert", "device_assert", "_assert", "_check", "assert_"}
 
 
-def _name(node: ast.AST) -> str | None:
+def node_name(node: ast.AST) -> str | None:
     """The name a node is about: `x`, `self.weight` -> weight, `w.t()` -> w, `xs[0]` -> xs."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
         return node.attr
     if isinstance(node, ast.Subscript | ast.Starred):
-        return _name(node.value)
+        return node_name(node.value)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return _name(node.func.value)  # a method of the object: w.t(), x.contiguous()
+        return node_name(node.func.value)  # a method of the object: w.t(), x.contiguous()
     return None
 
 
@@ -68,14 +66,14 @@ def _name(node: ast.AST) -> str | None:
 
 
 @dataclass
-class _Scope:
-    parent: _Scope | None
+class Scope:
+    parent: Scope | None
     assigns: dict[str, list[ast.expr]] = field(default_factory=dict)
     params: dict[str, ast.arg] = field(default_factory=dict)
     shared: set[str] = field(default_factory=set)  # declared `global` or `nonlocal`
 
     def values(self, name: str) -> list[ast.expr] | None:
-        scope: _Scope | None = self
+        scope: Scope | None = self
         while scope is not None:
             if name in scope.params:
                 return None
@@ -85,7 +83,7 @@ class _Scope:
         return None
 
     def param(self, name: str) -> ast.arg | None:
-        scope: _Scope | None = self
+        scope: Scope | None = self
         while scope is not None:
             if name in scope.params:
                 return scope.params[name]
@@ -120,10 +118,10 @@ def _fresh(value: ast.expr) -> bool:
     """A new container: `{}`, `set()`, `collections.defaultdict(list)`, a comprehension."""
     if isinstance(value, ast.Dict | ast.Set | ast.List | ast.DictComp | ast.SetComp | ast.ListComp):
         return True
-    return isinstance(value, ast.Call) and _name(value.func) in _CONTAINERS
+    return isinstance(value, ast.Call) and node_name(value.func) in _CONTAINERS
 
 
-def _module_functions(
+def module_functions(
     tree: ast.Module,
 ) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]]:
     """The module's functions by name: `def f(...)` and `f = lambda ...`."""
@@ -136,7 +134,7 @@ def _module_functions(
                     yield target.id, node.value
 
 
-def _self_attributes(tree: ast.Module) -> dict[str, list[ast.expr]]:
+def self_attributes(tree: ast.Module) -> dict[str, list[ast.expr]]:
     """What each `self.<attr>` is assigned anywhere in the module."""
     found: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
@@ -148,7 +146,7 @@ def _self_attributes(tree: ast.Module) -> dict[str, list[ast.expr]]:
     return found
 
 
-def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+def own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """The nodes of BODY, not descending into nested functions, lambdas or classes."""
     stack: list[ast.AST] = list(reversed(body))
     while stack:
@@ -174,13 +172,13 @@ def _targets(node: ast.AST) -> list[tuple[str, ast.expr]]:
     return out
 
 
-def _scope(body: list[ast.stmt], parent: _Scope | None, args: ast.arguments | None) -> _Scope:
-    scope = _Scope(parent)
+def scope_of(body: list[ast.stmt], parent: Scope | None, args: ast.arguments | None) -> Scope:
+    scope = Scope(parent)
     if args is not None:
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
             if arg is not None:
                 scope.params[arg.arg] = arg
-    for node in _own_nodes(body):
+    for node in own_nodes(body):
         for name, value in _targets(node):
             scope.assigns.setdefault(name, []).append(value)
         if isinstance(node, ast.Global | ast.Nonlocal):
@@ -188,33 +186,33 @@ def _scope(body: list[ast.stmt], parent: _Scope | None, args: ast.arguments | No
     return scope
 
 
-def _annotation(arg: ast.arg | None) -> str:
+def annotation_of(arg: ast.arg | None) -> str:
     return ast.unparse(arg.annotation) if arg is not None and arg.annotation is not None else ""
 
 
 # -- Python: helpers of the scan ------------------------------------------------------------
 
-_PARTITION_CALLS = {"full", "split", "tensor_split", "arange", "repeat_interleave"}
+PARTITION_CALLS = {"full", "split", "tensor_split", "arange", "repeat_interleave"}
 
 
-def _equal_split(expr: ast.AST) -> ast.expr | None:
+def equal_split(expr: ast.AST) -> ast.expr | None:
     """`M // num_experts` or `cdiv(tokens, G)` in EXPR: the tokens cut in equal shares."""
     for node in ast.walk(expr):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
             total, groups = node.left, node.right
-        elif isinstance(node, ast.Call) and _name(node.func) in ("cdiv", "ceil_div"):
+        elif isinstance(node, ast.Call) and node_name(node.func) in ("cdiv", "ceil_div"):
             if len(node.args) != 2:
                 continue
             total, groups = node.args
         else:
             continue
-        name = _name(groups) if isinstance(groups, ast.Name | ast.Attribute) else None
-        if name and _GROUPS.fullmatch(name) and _TOTAL.fullmatch(ast.unparse(total)):
+        name = node_name(groups) if isinstance(groups, ast.Name | ast.Attribute) else None
+        if name and GROUPS.fullmatch(name) and _TOTAL.fullmatch(ast.unparse(total)):
             return node
     return None
 
 
-def _key_parts(expr: ast.AST) -> Iterator[ast.AST]:
+def key_parts(expr: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a key that may carry an identity: not a comparison nor an alignment
     (`x.data_ptr() % 16 == 0` is what Triton itself specializes on, not an identity)."""
     stack = [expr]
@@ -238,7 +236,7 @@ def inner_body(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> lis
     return node.body if isinstance(node.body, list) else [ast.Expr(node.body)]
 
 
-def _getattr_name(func: ast.expr) -> tuple[ast.expr, str] | None:
+def getattr_name(func: ast.expr) -> tuple[ast.expr, str] | None:
     """(object, attribute) of `getattr(object, "attribute")` used as a callee."""
     if (
         isinstance(func, ast.Call)
@@ -252,7 +250,7 @@ def _getattr_name(func: ast.expr) -> tuple[ast.expr, str] | None:
     return None
 
 
-def _alias(value: ast.expr) -> bool:
+def alias_of(value: ast.expr) -> bool:
     """A value that names another object (`x`, `self.w`, `x.t()`), not a library call that
     builds a new one (`nn.Parameter(...)`, `torch.empty(...)`)."""
     if isinstance(value, ast.Name | ast.Attribute | ast.Subscript):
@@ -265,7 +263,7 @@ def _alias(value: ast.expr) -> bool:
     return False
 
 
-def _storage_owner(node: ast.expr) -> ast.expr:
+def storage_owner(node: ast.expr) -> ast.expr:
     """`x.untyped_storage().data_ptr()` is about x."""
     while (
         isinstance(node, ast.Call)

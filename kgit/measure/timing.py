@@ -33,13 +33,13 @@ from kgit.measure.timing_core import (
     MAX_REPEATS,
     QUEUED_CALLS,
     Timing,
-    _device_of,
-    _gpu_sleep,
-    _pool_size,
-    _warm_up,
     allocated,
+    device_of,
+    gpu_sleep,
     nbytes,
+    pool_size,
     set_footprint,
+    warm_until_steady,
 )
 
 T = TypeVar("T")
@@ -94,7 +94,7 @@ def time_fn(
         return block
     before = allocated()
     warm = make_inputs()
-    device = _device_of(warm)
+    device = device_of(warm)
     sync: Callable[[], None] = lambda: None  # noqa: E731
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -105,9 +105,9 @@ def time_fn(
     # calls estimate the time per call; the full warm-up comes after the pool is built, right
     # before the samples: building a pool of gigabytes leaves the matrix units idle long enough
     # for the clocks and the power limiter to move away from where the kernel drives them.
-    estimate = _warm_up(fn, warm, min(warmup_ms, ESTIMATE_MS), sync)
+    estimate = warm_until_steady(fn, warm, min(warmup_ms, ESTIMATE_MS), sync)
     wanted = max(repeats, min(MAX_REPEATS, math.ceil(min_time_ms / max(estimate.wall_ms, 1e-4))))
-    count = _pool_size(wanted, set_footprint(warm, before), device, pool_bytes)
+    count = pool_size(wanted, set_footprint(warm, before), device, pool_bytes)
     pool = [make_inputs() for _ in range(count)]
     if device.type != "cuda":
         return _time_cpu(fn, warm, pool, warmup_ms)
@@ -151,7 +151,7 @@ def replaced_clocks() -> list[str]:
 
 
 def _time_cpu(fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float) -> Timing:
-    _warm_up(fn, warm, warmup_ms, lambda: None)
+    warm_until_steady(fn, warm, warmup_ms, lambda: None)
     samples = []
     for inputs in pool:
         start = time.perf_counter()
@@ -170,7 +170,7 @@ def _flush_buffer(device: torch.device) -> torch.Tensor:
 def _time_cuda_events(
     fn: Callable[[T], object], warm: T, pool: list[T], warmup_ms: float, flush_l2: bool
 ) -> Timing:
-    flush = _flush_buffer(_device_of(warm))
+    flush = _flush_buffer(device_of(warm))
 
     def timed_call(inputs: T, start: torch.cuda.Event, end: torch.cuda.Event) -> None:
         if flush_l2:
@@ -183,7 +183,7 @@ def _time_cuda_events(
     # first samples time a slow chip. The warm-up runs the timed loop's own body, flush and
     # events included, so its host time per call is what the timed loop will cost the host.
     spare = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-    warm_up = _warm_up(
+    warm_up = warm_until_steady(
         lambda inputs: timed_call(inputs, *spare), warm, warmup_ms, torch.cuda.synchronize
     )
     starts = [torch.cuda.Event(enable_timing=True) for _ in pool]
@@ -241,7 +241,7 @@ def _led_chunks(
             statistics.median(chunk_host_ms) if first else math.inf,
             LEAD_GROWTH_CAP * warm_host_ms,
         )
-        _gpu_sleep(LEAD_MARGIN * per_call_ms * len(part) + 0.05)
+        gpu_sleep(LEAD_MARGIN * per_call_ms * len(part) + 0.05)
         lead = torch.cuda.Event()
         lead.record()
         queued = time.perf_counter()
@@ -261,7 +261,7 @@ def _time_cuda_graph(fn: Callable[[T], object], warm: T, pool: list[T], warmup_m
     # For kernels of a few microseconds the host launch dominates what events measure. One graph
     # replays the call once per pool entry; a sample is one replay divided by the calls in it.
     # No L2 flush here: the inputs rotate through the pool, which is cold when it exceeds L2.
-    _warm_up(fn, warm, warmup_ms, torch.cuda.synchronize)
+    warm_until_steady(fn, warm, warmup_ms, torch.cuda.synchronize)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()

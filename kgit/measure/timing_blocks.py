@@ -47,13 +47,13 @@ from kgit.measure.timing_core import (
     ESTIMATE_MS,
     LEAD_MARGIN,
     Timing,
-    _device_of,
-    _gpu_sleep,
-    _pool_size,
-    _warm_up,
     allocated,
+    device_of,
+    gpu_sleep,
     nbytes,
+    pool_size,
     set_footprint,
+    warm_until_steady,
 )
 
 T = TypeVar("T")
@@ -280,7 +280,7 @@ def _prepare_block(
 ) -> _BlockTimer:
     before = allocated()
     warm = make_inputs()
-    device = _device_of(warm)
+    device = device_of(warm)
     count = max(2, min(BLOCK_POOL_MAX, math.ceil(BLOCK_POOL_BYTES / max(nbytes(warm), 1))))
     if device.type != "cuda":  # a fresh input set for every call of every block
         return _cpu_block(make_inputs, fn, warm)
@@ -288,9 +288,9 @@ def _prepare_block(
     # Give back what a plain pass's pools left cached, so that each side's block buffers are
     # allocated from the same state, whatever that process measured before.
     give_back(device)
-    _warm_up(fn, warm, min(block_ms, ESTIMATE_MS), torch.cuda.synchronize)
+    warm_until_steady(fn, warm, min(block_ms, ESTIMATE_MS), torch.cuda.synchronize)
     # Two units may be alive at once (a relocation builds the new one beside the old).
-    count = _pool_size(count, set_footprint(warm, before), device, None, copies=2)
+    count = pool_size(count, set_footprint(warm, before), device, None, copies=2)
     make: Callable[[], _BlockTimer] = lambda: _graph_block(make_inputs, fn, count)  # noqa: E731
     try:
         timer = _measured(make)
@@ -429,7 +429,7 @@ def _events_block(
     def run(reps: int) -> tuple[float, bool]:
         calls = reps * len(pool)
         torch.cuda.synchronize()
-        _gpu_sleep(LEAD_MARGIN * host_ms[0] * calls + 0.05)
+        gpu_sleep(LEAD_MARGIN * host_ms[0] * calls + 0.05)
         lead, start = torch.cuda.Event(), torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         lead.record()

@@ -94,7 +94,7 @@ def _tensors(inputs: object) -> list[torch.Tensor]:
     return []
 
 
-def _device_of(inputs: object) -> torch.device:
+def device_of(inputs: object) -> torch.device:
     for tensor in _tensors(inputs):
         if tensor.device.type == "cuda":
             return tensor.device
@@ -114,7 +114,7 @@ def set_footprint(inputs: object, allocated_before: int) -> int:
     return max(nbytes(inputs), allocated() - allocated_before)
 
 
-def _pool_size(
+def pool_size(
     repeats: int, set_bytes: int, device: torch.device, budget_bytes: int | None, copies: int = 1
 ) -> int:
     """Input sets in a pool: REPEATS when they fit, else what fits in BUDGET_BYTES (default: this
@@ -155,7 +155,7 @@ class _WarmUp:
         return self.host_ms >= 0.5 * self.wall_ms
 
 
-def _warm_up(
+def warm_until_steady(
     fn: Callable[[T], object], inputs: T, warmup_ms: float, sync: Callable[[], None]
 ) -> _WarmUp:
     # The first call may compile or autotune; the clock only counts once that is over. Batches
@@ -182,7 +182,7 @@ def _warm_up(
         batch = min(batch * 2, QUEUED_CALLS)
 
 
-def _gpu_sleep(ms: float) -> None:
+def gpu_sleep(ms: float) -> None:
     sleep = getattr(torch.cuda, "_sleep", None)
     if sleep is not None:
         sleep(int(ms * GPU_CYCLES_PER_MS))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kgit.records.notes import _known
+from kgit.records.notes import known_fields
 
 # The mode a validation recorded when both sides were resident harnesses (one process each, timed
 # in blocks). The word predates the name: notes and harnesses of protocol 1 say "worker", which
@@ -43,7 +43,7 @@ class Evidence:
     def from_dict(cls, data: dict[str, Any] | None) -> Evidence | None:
         if not data:
             return None
-        return cls(**_known(cls, data))
+        return cls(**known_fields(cls, data))
 
     def pools_with(
         self, policy: str, mode: str | None, tree: str, reference: str, labels: list[str]

@@ -156,7 +156,7 @@ def _has_type(value: Any, hint: Any) -> bool:
     return isinstance(value, hint) if isinstance(hint, type) else True
 
 
-def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+def known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     """The keys CLS knows: a note written by a newer minor kgit may carry more."""
     names = _field_names(cls)
     return {k: v for k, v in data.items() if k in names}
@@ -253,11 +253,11 @@ class RoundNote:
         """WITH_SHAPES=False skips the per-shape results: listing 1,000 rounds does not need them
         and building them is most of the cost."""
         shapes = (
-            [ShapeResult(**_known(ShapeResult, s)) for s in data.get("shapes") or []]
+            [ShapeResult(**known_fields(ShapeResult, s)) for s in data.get("shapes") or []]
             if with_shapes
             else []
         )
-        return cls(**_known(cls, {**data, "shapes": shapes}))
+        return cls(**known_fields(cls, {**data, "shapes": shapes}))
 
     @property
     def accepted(self) -> bool:
@@ -303,7 +303,7 @@ class GateNote:
     def from_text(cls, text: bytes | str) -> GateNote:
         data = json.loads(text)
         _check_version(data, NOTE_VERSION, "gate note")
-        return cls(**_known(cls, data))
+        return cls(**known_fields(cls, data))
 
 
 @dataclass
@@ -353,7 +353,7 @@ class CampaignState:
             single = raw.pop("open_round", None)
             raw["open_rounds"], raw["schema_version"] = [single] if single else [], 2
         raw["open_rounds"] = [OpenRound(**found) for found in raw.get("open_rounds") or []]
-        return cls(**_known(cls, raw))
+        return cls(**known_fields(cls, raw))
 
     @property
     def open_round(self) -> OpenRound | None:

@@ -1,7 +1,7 @@
 """What a view may read of a campaign: its record, through an interface with no way to write.
 
 `kgit/views/` renders; it never moves a ref, writes a note or runs git itself. The engine builds
-the one implementation (`kgit/engine/reader.py: CampaignReader`, over its `Campaign` model) and
+the one implementation (`kgit/engine/read_only.py: CampaignReader`, over its `Campaign` model) and
 the CLI hands it to the view, so a view can reach neither the write lock nor `Campaign.save`.
 Each read batches its git objects for every round at once (one process, not one per round).
 """

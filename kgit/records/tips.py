@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kgit.errors import UsageError
-from kgit.records.notes import _known, dump_record, load_record
+from kgit.records.notes import dump_record, known_fields, load_record
 
 TIP_VERSION = 1
 TIPS_PREFIX = "refs/kgit-tips/"
@@ -65,7 +65,7 @@ class Tip:
 
     @classmethod
     def from_text(cls, text: bytes | str) -> Tip:
-        return cls(**_known(cls, load_record(text, "tip", TIP_VERSION, "tip")))
+        return cls(**known_fields(cls, load_record(text, "tip", TIP_VERSION, "tip")))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

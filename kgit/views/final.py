@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kgit.views.lineage import github_table
 from kgit.views.numbers import change, num, percent, signed
+from kgit.views.status_log import github_table
 
 if TYPE_CHECKING:
     from kgit.records.reader import RecordReader

@@ -16,7 +16,7 @@ from typing import Any
 
 from kgit.errors import UsageError
 from kgit.judge.figures import Figures
-from kgit.judge.trend import memory_bound
+from kgit.judge.monotonic import memory_bound
 from kgit.records.campaign_folder import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import RoundNote

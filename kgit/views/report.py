@@ -11,12 +11,14 @@ from typing import Any
 
 from kgit.judge.figures import figure_dict
 from kgit.judge.floor import campaign_floor
+from kgit.judge.monotonic import memory_bound
 from kgit.judge.rule11 import PATTERNS, added_lines, scan_change
 from kgit.judge.termination import termination
-from kgit.judge.trend import memory_bound
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
 from kgit.records.reader import RecordReader
+from kgit.views.audit_text import audit_data, audit_words
+from kgit.views.audit_text import report_blocks as gate_audit_blocks
 from kgit.views.document import (
     FAIL_MARK,
     PASS_MARK,
@@ -28,8 +30,6 @@ from kgit.views.document import (
     Para,
     Table,
 )
-from kgit.views.gate_audit import audit_data, audit_words
-from kgit.views.gate_audit import report_blocks as gate_audit_blocks
 from kgit.views.numbers import change, num, percent
 from kgit.views.record import RoundView, figures_of, load_rounds
 from kgit.views.summary import peak_pcts, summary_blocks, summary_data

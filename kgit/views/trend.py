@@ -1,6 +1,6 @@
 """The seed's performance trend (iteration rule 8) and the per-shape comparison of the best
 line with the baseline, over round views; its monotonicity check (rule 9) is judged in
-kgit/judge/trend.py.
+kgit/judge/monotonic.py.
 
 Quick validations measure 3-5 representative shapes while the baseline measured all of them, so
 a round is compared with the baseline on the shapes both measured, recomputed from the
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgit.judge.figures import PAIRED, figure_dict
+from kgit.judge.monotonic import compared, memory_bound, monotonic_check, side_metrics
 from kgit.judge.scoring import pct
-from kgit.judge.trend import compared, memory_bound, monotonic_check, side_metrics
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.notes import in_line_order
 from kgit.views.numbers import change
@@ -134,7 +134,7 @@ def vs_baseline_cell(row: dict[str, Any]) -> str:
 
 
 def rule9(views: list[RoundView], metric: str, line: list[str]) -> dict[str, Any]:
-    """Rule 9's check over the accepted rounds among VIEWS (kgit/judge/trend.py), in the order
+    """Rule 9's check over the accepted rounds among VIEWS (kgit/judge/monotonic.py), in the order
     the best line took them (LINE: `RecordReader.best_line()`), not in round order; a round's
     step is its paired change vs best where it has one."""
     accepted = [(v.commit, v) for v in views if v.accepted and v.commit is not None]

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.rounds.tips import add_tip, print_tips, read_tips, tips_for
+from kgit.engine.rounds.keep_tips import add_tip, print_tips, read_tips, tips_for
 from kgit.gitdoor import open_repo
 from tests.conftest import commit, git, run_kgit
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.rounds.claims import Claimed, SharedQueue, clone_id
 from kgit.engine.rounds.hypotheses import Hypothesis, parse_line
 from kgit.engine.rounds.round import start_round
+from kgit.engine.rounds.shared_hypotheses import Claimed, SharedQueue, clone_id
 from kgit.engine.rounds.worker import WorkerSetup, one_round, worker_tree
 from kgit.engine.sharing.publish import Link
 from kgit.gitdoor import open_repo

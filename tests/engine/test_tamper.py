@@ -105,7 +105,7 @@ def test_a_changed_note_is_reported_by_doctor_log_and_show(campaign: Path) -> No
     assert fixed.code == 0, fixed
     assert "status: ROLLED BACK" in note(repo, ROUNDS, slow)
     # The changed note stays in the notes ref's reflog (a notes ref holds one commit, not a
-    # history: kgit/gitdoor/notes.py), and the note kgit wrote in the record's history.
+    # history: kgit/gitdoor/git_notes.py), and the note kgit wrote in the record's history.
     history = git(repo, "log", "-g", "-p", "--format=%H", ROUNDS)
     assert "status: ACCEPTED" in history
     assert git(repo, "rev-list", "--count", ROUNDS) == "1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgit.judge.trend import compared, monotonic_check, rule_value
+from kgit.judge.monotonic import compared, monotonic_check, rule_value
 from kgit.records.schema import BenchRow, BenchTable
 from tests.judge.test_scoring import gemm_row, table
 

@@ -16,9 +16,9 @@ from kgit.engine.measuring.passes import HarnessError, require_memory
 from kgit.measure import timing_blocks
 from kgit.measure.budget import asked_bytes, budget
 from kgit.measure.harness import Settings, run_harness
-from kgit.measure.report import fail_row
 from kgit.measure.shapes import Shape
-from kgit.measure.timing_core import _pool_size
+from kgit.measure.summary_csv import fail_row
+from kgit.measure.timing_core import pool_size
 from kgit.records.protocol import MEMORY_SHARE_ENV
 from kgit.records.schema import MEMORY_COLUMNS
 
@@ -43,7 +43,7 @@ def test_the_first_side_on_an_empty_card_plans_for_its_share_of_the_total_only(
     fake_card(monkeypatch, total=80 * GiB, free=80 * GiB)
     assert budget(CUDA).limit == 20 * GiB
     # A 32 MiB input set, 2000 calls wanted (a short kernel): the pool fits in the share.
-    sets = _pool_size(2000, 32 * 1024**2, CUDA, None)
+    sets = pool_size(2000, 32 * 1024**2, CUDA, None)
     assert sets * 32 * 1024**2 <= 20 * GiB - 32 * 1024**2 and sets > 600
 
 
@@ -66,12 +66,12 @@ def test_a_small_card_gives_fewer_sets_and_says_so(monkeypatch: pytest.MonkeyPat
     fake_card(monkeypatch, total=16 * GiB, free=16 * GiB)  # 4 GiB for this side
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert _pool_size(100, 1 * GiB, CUDA, None) == 3  # 3 sets and room for one more
+        assert pool_size(100, 1 * GiB, CUDA, None) == 3  # 3 sets and room for one more
         assert not caught
-        assert _pool_size(100, 2 * GiB, CUDA, None) == 1  # degraded, not failed
+        assert pool_size(100, 2 * GiB, CUDA, None) == 1  # degraded, not failed
     assert len(caught) == 1 and "memory short: 1 input set(s) of 2.00 GiB" in str(caught[0].message)
     # Two units alive at once (a relocation) share the room.
-    assert _pool_size(100, 512 * 1024**2, CUDA, None, copies=2) == 3
+    assert pool_size(100, 512 * 1024**2, CUDA, None, copies=2) == 3
 
 
 def test_the_share_is_the_users_knob(monkeypatch: pytest.MonkeyPatch) -> None:

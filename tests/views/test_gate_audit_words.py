@@ -1,12 +1,12 @@
-"""The gate audit's words (kgit/views/gate_audit.py, commands.py): a verdict that says what it
+"""The gate audit's words (kgit/views/audit_text.py, commands.py): a verdict that says what it
 covered, and drawn mutants counted once."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kgit.views.audit_text import counts_line, verdict
 from kgit.views.commands import audit_line
-from kgit.views.gate_audit import counts_line, verdict
 
 
 def _data(**changes: Any) -> dict[str, Any]:

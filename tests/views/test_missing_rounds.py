@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kgit.views.lineage import github_table
+from kgit.views.status_log import github_table
 from tests.conftest import commit, git, record_note, run_kgit
 
 

@@ -52,7 +52,7 @@ def test_report_facts(reviewed: Path) -> None:
 
 def test_rule9_flags_an_accepted_round_that_lowered_the_step_metric(reviewed: Path) -> None:
     from kgit.engine.campaign import Campaign
-    from kgit.engine.reader import CampaignReader
+    from kgit.engine.read_only import CampaignReader
     from kgit.gitdoor import open_repo
     from kgit.views.record import load_rounds
     from kgit.views.trend import rule9
@@ -127,7 +127,7 @@ def test_log_marks_which_shapes_each_aggregate_covers(reviewed: Path) -> None:
 
 
 def test_log_legend_only_when_quick_rounds_measure_fewer_shapes() -> None:
-    from kgit.views.lineage import SHAPES_LEGEND, render_log
+    from kgit.views.status_log import SHAPES_LEGEND, render_log
 
     def row(number: int, level: str) -> dict[str, object]:
         return {"round": number, "status": "ACCEPTED", "commit": "c" * 11, "aggregate": 1.0,
@@ -141,7 +141,7 @@ def test_log_legend_only_when_quick_rounds_measure_fewer_shapes() -> None:
 
 
 def test_log_names_the_baseline_figure_only_where_the_table_does_not_give_it() -> None:
-    from kgit.views.lineage import render_log
+    from kgit.views.status_log import render_log
 
     def row(
         number: int, status: str, aggregate: float, vs: float, base: float

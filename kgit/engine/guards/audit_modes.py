@@ -30,7 +30,7 @@ from kgit.engine.guards.audit_run import (
 )
 from kgit.engine.guards.audit_tree import extra_tree, gate_env, gate_with, parallel_trees
 from kgit.engine.measuring.launches import baseline_log, read_launches, recording
-from kgit.engine.runner import CommandResult, start_command
+from kgit.engine.user_commands import CommandResult, start_command
 from kgit.judge.audit_coverage import coverage, covered_words
 from kgit.judge.mutants import CPP_SUFFIXES, PYTHON_SUFFIXES, Mutant, draw
 from kgit.judge.mutants_python import KernelFunction

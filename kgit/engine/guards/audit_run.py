@@ -29,7 +29,7 @@ from pathlib import Path
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards.audit_tree import gate_env, mutant_env, reset, write_file
 from kgit.engine.measuring.launches import read_launches, recording
-from kgit.engine.runner import CommandResult, Started, harness_command, start_command
+from kgit.engine.user_commands import CommandResult, Started, harness_command, start_command
 from kgit.judge.mutants import TAIL_KINDS, Mutant
 from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach
 from kgit.judge.tolerance import FACTOR, FLOOR, below_tolerance

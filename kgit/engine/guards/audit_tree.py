@@ -15,8 +15,8 @@ from pathlib import Path
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.sealed import gate_env as sealed_gate_env
-from kgit.engine.measuring.worktree import measuring_tree
-from kgit.engine.runner import CommandResult, run_command
+from kgit.engine.measuring.side_trees import measuring_tree
+from kgit.engine.user_commands import CommandResult, run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.progress import Say

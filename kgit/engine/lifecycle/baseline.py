@@ -19,8 +19,8 @@ from kgit.engine.measuring.passes import Measurement, require_clean
 from kgit.engine.measuring.physical_floor import impossible, measured_rates
 from kgit.engine.measuring.pyenv import environment
 from kgit.engine.measuring.target import Calibrated
+from kgit.engine.rounds.keep_tips import print_tips
 from kgit.engine.rounds.round import links_out
-from kgit.engine.rounds.tips import print_tips
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.judge.floor import campaign_floor

@@ -14,9 +14,9 @@ from kgit.engine.measuring.interleaved import require_reference_passes, sample_p
 from kgit.engine.measuring.passes import HarnessError, Measurement
 from kgit.engine.measuring.policy import policy_of
 from kgit.engine.measuring.sealed import one_commit_cache, sealed
+from kgit.engine.measuring.side_trees import measuring_tree
 from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.engine.measuring.target import Calibrated, Pick
-from kgit.engine.measuring.worktree import measuring_tree
 from kgit.judge.stats import (
     Pair,
     calibrate_floors,

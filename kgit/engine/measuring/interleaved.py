@@ -12,9 +12,9 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.passes import HarnessError, Measurement, check_fingerprint
+from kgit.engine.measuring.side_trees import require_pristine
 from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.engine.measuring.target import Outcome, Target, evidence_for, standard_for
-from kgit.engine.measuring.worktree import require_pristine
 from kgit.errors import KgitError
 from kgit.judge.decision import Standard, decide
 from kgit.judge.rules import pairs_rule

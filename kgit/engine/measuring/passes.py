@@ -12,7 +12,7 @@ from kgit.engine.measuring.baseline_snrs import precision_checked
 from kgit.engine.measuring.pyenv import command_facts
 from kgit.engine.measuring.sealed import harness_world, sealed, world_facts
 from kgit.engine.measuring.world import env_changes, unpassed_hint
-from kgit.engine.runner import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
+from kgit.engine.user_commands import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.errors import KgitError, SchemaError
 from kgit.gitdoor import Repo
 from kgit.judge.scoring import Score, score

@@ -14,8 +14,8 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.calibration import calibrate
 from kgit.engine.measuring.interleaved import floors_for, measure_interleaved
 from kgit.engine.measuring.sealed import sealed
+from kgit.engine.measuring.side_trees import measuring_tree
 from kgit.engine.measuring.target import Outcome, Target
-from kgit.engine.measuring.worktree import measuring_tree
 from kgit.judge.rules import pairs_rule
 from kgit.progress import Say
 from kgit.records.evidence import Evidence

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring import passes
 from kgit.engine.measuring.passes import check_fingerprint
+from kgit.engine.measuring.side_trees import require_pristine
 from kgit.engine.measuring.target import (
     Calibrated,
     Outcome,
@@ -20,7 +21,6 @@ from kgit.engine.measuring.target import (
     evidence_for,
     standard_for,
 )
-from kgit.engine.measuring.worktree import require_pristine
 from kgit.judge.decision import decide
 from kgit.judge.rules import seed_rule
 from kgit.progress import Say

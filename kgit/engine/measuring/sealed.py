@@ -31,7 +31,7 @@ from kgit.engine.measuring.world import (
     require_no_shadow,
     sealed_env,
 )
-from kgit.engine.runner import CommandResult, run_command
+from kgit.engine.user_commands import CommandResult, run_command
 from kgit.progress import Say, phase
 from kgit.records.protocol import RUN_ENV
 

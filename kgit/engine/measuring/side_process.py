@@ -26,7 +26,7 @@ from kgit.engine.measuring.holding import (
     side_started,
     subreaper,
 )
-from kgit.engine.runner import TAIL_BYTES
+from kgit.engine.user_commands import TAIL_BYTES
 from kgit.records.protocol import (
     DigestLines,
     parse_marker,

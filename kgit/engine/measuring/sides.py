@@ -25,7 +25,7 @@ from kgit.engine.measuring.sealed import harness_world, world_facts
 from kgit.engine.measuring.side_process import SideProcess
 from kgit.engine.measuring.world import World
 from kgit.engine.orphans import tether
-from kgit.engine.runner import CommandResult, classify_harness, harness_command
+from kgit.engine.user_commands import CommandResult, classify_harness, harness_command
 from kgit.progress import Say, add_phase
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.protocol import (

@@ -38,7 +38,7 @@ Pick = Callable[[Measurement], list[str]]
 class Target:
     """What a validation compares: the candidate commit (its tree names the evidence) and the
     reference commit with its stored per-shape values, on LABELS. Each is measured from a work
-    tree of kgit's own holding that commit's files only (kgit/engine/measuring/worktree.py)."""
+    tree of kgit's own holding that commit's files only (kgit/engine/measuring/side_trees.py)."""
 
     candidate: str
     candidate_tree: str

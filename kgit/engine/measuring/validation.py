@@ -25,13 +25,13 @@ from collections.abc import Sequence
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.policy import Policy, policy_named
+from kgit.engine.measuring.side_trees import measuring_tree
 from kgit.engine.measuring.target import (
     Outcome,
     Target,
     ran_resident,
     standard_for,
 )
-from kgit.engine.measuring.worktree import measuring_tree
 from kgit.judge.judgement import Measured
 from kgit.progress import Say
 from kgit.records.evidence import Evidence

@@ -44,17 +44,17 @@ from kgit.engine.measuring.passes import (
 )
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import Policy, policy_of
+from kgit.engine.measuring.side_trees import measuring_tree, require_pristine
 from kgit.engine.measuring.target import Outcome
 from kgit.engine.measuring.trees import remove_campaign_trees
 from kgit.engine.measuring.validation import Target, ran_resident, validate
-from kgit.engine.measuring.worktree import measuring_tree, require_pristine
 from kgit.engine.rounds.final_branch import (
     FinalCommit,
     final_branch,
     final_commits,
     write_final_branch,
 )
-from kgit.engine.runner import run_command
+from kgit.engine.user_commands import run_command
 from kgit.errors import KgitError
 from kgit.judge.figures import figure_dict, measured
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
@@ -361,7 +361,7 @@ def report_data(
     commits: list[FinalCommit],
     line: list[str],
 ) -> dict[str, Any]:
-    from kgit.engine.rounds.tips import tips_for
+    from kgit.engine.rounds.keep_tips import tips_for
 
     manifest = campaign.manifest
     lessons = [t for t in tips_for(campaign) if t.campaign == campaign.name]

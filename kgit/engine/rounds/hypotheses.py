@@ -11,7 +11,7 @@ tree); a line opening with `{` is JSON with `hypothesis` and one of `command` or
 Workers claim lines in a ledger under .git/kgit/queue/ (under a file lock), so each line is tried
 once by one worker, and a queue run again takes up where it stopped; delete the ledger to try
 the lines again. Workers of several clones (`kgit worker --remote`) claim lines in the campaign
-record instead, which travels between them (kgit/engine/rounds/claims.py).
+record instead, which travels between them (kgit/engine/rounds/shared_hypotheses.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Hypothesis:
         return hashlib.sha1(f"{self.text}\0{change}".encode()).hexdigest()
 
     def shared_key(self) -> str:
-        """The claim's key between clones (kgit/engine/rounds/claims.py): a patch by its bytes, as each
+        """The claim's key between clones (kgit/engine/rounds/shared_hypotheses.py): a patch by its bytes, as each
         clone has the file at a path of its own; a command line keeps `key`. A patch missing here
         keeps its path: the round will say it did not apply."""
         if self.patch is None:

@@ -131,7 +131,7 @@ def start_round(
     """Open the next round on a branch cut from the best line's tip, checked out here, or with
     WORKTREE in that work tree (created if missing): rounds in work trees of their own may run
     at once, each still one hypothesis and one change. WITH_FILES adds files to the record's
-    commit of the start (kgit/engine/rounds/claims.py)."""
+    commit of the start (kgit/engine/rounds/shared_hypotheses.py)."""
     hypothesis = " ".join(hypothesis.split())
     if not hypothesis:
         raise UsageError(

@@ -25,7 +25,7 @@ from kgit.engine.rounds.round import (
     require_on_best,
     round_at,
 )
-from kgit.engine.runner import run_command
+from kgit.engine.user_commands import run_command
 from kgit.errors import KgitError
 from kgit.judge.floor import merge_rates
 from kgit.judge.judgement import Facts, judge

@@ -10,7 +10,7 @@ validates it again (the rebased tree is gated and measured against the best line
 few times at most; a rebase that conflicts rolls the round back and says so.
 
 Through a remote (`--remote`), the lines of a hypotheses file are claimed in the campaign
-record (kgit/engine/rounds/claims.py), and each step of a round is pulled before and pushed after
+record (kgit/engine/rounds/shared_hypotheses.py), and each step of a round is pulled before and pushed after
 (kgit/engine/rounds/shared_round.py, which also says what happens when another clone writes the
 worker's own round).
 """
@@ -31,15 +31,15 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.devicelock import device_key
 from kgit.engine.measuring.passes import HarnessError
 from kgit.engine.rounds.accept import accept_round
-from kgit.engine.rounds.claims import Claimed, SharedQueue, clone_id, take_back
 from kgit.engine.rounds.hypotheses import Hypothesis, Ledger, parse_line, read_queue
 from kgit.engine.rounds.parallel import rebase_round
 from kgit.engine.rounds.rollback import rollback_round
 from kgit.engine.rounds.round import StartFiles, start_round
+from kgit.engine.rounds.shared_hypotheses import Claimed, SharedQueue, clone_id, take_back
 from kgit.engine.rounds.shared_round import ClosedElsewhere, SharedRound
 from kgit.engine.rounds.validate import validate_round
-from kgit.engine.runner import run_command
 from kgit.engine.sharing.publish import Link
+from kgit.engine.user_commands import run_command
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
 from kgit.progress import Say

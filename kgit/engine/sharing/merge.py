@@ -1,7 +1,7 @@
 """The merge rules of `kgit pull` for what two clones may both have written: notes refs and tips
 chains. Neither rule drops anything. A merged tips chain's commit has both sides' commits as
 parents, so either history stays reachable (and the next push is a fast-forward); a notes ref
-holds one commit without parents (kgit/gitdoor/notes.py), and its merge holds the union of both
+holds one commit without parents (kgit/gitdoor/git_notes.py), and its merge holds the union of both
 sides' notes, which the next push checks by content (kgit/engine/sharing/push.py).
 
 Notes: kgit reads its notes from the campaign record (kgit/engine/campaign.py), and a notes ref is
@@ -35,7 +35,7 @@ def _settle(
 ) -> str | None:
     """The notes commit for CONTENTS, or None when OURS already is it; THEIRS itself when it
     holds exactly CONTENTS. A new one has no parent, as every notes commit of kgit's
-    (kgit/gitdoor/notes.py), unless DECLINED (THEIRS holds notes not taken): THEIRS is then its
+    (kgit/gitdoor/git_notes.py), unless DECLINED (THEIRS holds notes not taken): THEIRS is then its
     parent, so that the next push, which replaces them, is a fast-forward."""
     if ours is not None and not declined and repo.notes_at(ours) == contents:
         return None

@@ -122,7 +122,7 @@ def _holds_notes(repo: Repo, sha: str, old: str, published: dict[str, str]) -> b
     """Whether the notes commit SHA keeps every note of OLD, the remote's, but those it holds as
     the remote's record does (PUBLISHED, target -> blob: this clone's record, a fast-forward of
     it, may have written them again since). kgit's notes commits have no parent
-    (kgit/gitdoor/notes.py), so a notes ref moves forward by what it keeps, not by descent; a
+    (kgit/gitdoor/git_notes.py), so a notes ref moves forward by what it keeps, not by descent; a
     note written there by hand (or another note on a recorded target) is never replaced."""
     if repo.is_ancestor(old, sha):
         return True

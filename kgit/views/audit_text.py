@@ -8,7 +8,7 @@ from typing import Any
 from kgit.judge.audit_coverage import covered_words
 from kgit.records.gate_audit import SURVIVED, UNREACHED_WORDS, GateAudit
 from kgit.views.document import FAIL_MARK, PASS_MARK, Block, Bullets, Heading, Para, Table
-from kgit.views.lineage import github_table
+from kgit.views.status_log import github_table
 
 OK, NO = PASS_MARK, FAIL_MARK  # words, coloured in HTML (kgit/views/document.py)
 
