@@ -20,8 +20,8 @@ import torch
 from kgit.measure.flops import gemm_flops
 from kgit.measure.gemm import gemm_row, shape_dtype
 from kgit.measure.harness import Settings, run_harness
+from kgit.measure.report import Row
 from kgit.measure.shapes import Shape
-from kgit.measure.summary_csv import Row
 from kgit.measure.tokens import DISTRIBUTIONS, group_sizes
 from kgit.records.schema import GEMM_COLUMNS
 

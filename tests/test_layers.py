@@ -112,9 +112,9 @@ def test_records_import_only_records() -> None:
 def test_the_scan_sees_a_function_level_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "from kgit import progress\ndef f():\n    from kgit.views.report import report_data\n"
+        "from kgit import progress\ndef f():\n    from kgit.views.campaign_report import report_data\n"
     )
-    assert imports(module) == {"kgit.progress", "kgit.views.report"}
+    assert imports(module) == {"kgit.progress", "kgit.views.campaign_report"}
 
 
 RAW_GIT = ("git", "git_text", "succeeds")  # the door's runners: `repo.git("log", ...)`

@@ -198,8 +198,8 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     import tempfile
 
     from kgit.engine.guards.audit_background import audit_progress
+    from kgit.views.campaign_report import plots_for, public, report_data, report_document
     from kgit.views.document import to_html, to_markdown
-    from kgit.views.report import plots_for, public, report_data, report_document
 
     campaign = obj.reader()
     data = report_data(campaign)

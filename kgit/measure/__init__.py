@@ -16,8 +16,8 @@ from kgit.measure.correctness import (
 )
 from kgit.measure.flops import bytes_of, gbps, gemm_backward_flops, gemm_flops, tflops
 from kgit.measure.harness import CannotRun, run_harness
+from kgit.measure.report import fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import dtype_of, load_shapes
-from kgit.measure.summary_csv import fail_row, format_value, write_summary_csv
 from kgit.measure.timing import Timing, time_fn
 
 __all__ = [

@@ -22,8 +22,8 @@ from kgit.measure.fwdbwd import (
     wrong_when_timed,
 )
 from kgit.measure.harness import Settings
+from kgit.measure.report import Row, fail_row
 from kgit.measure.shapes import Shape
-from kgit.measure.summary_csv import Row, fail_row
 from kgit.records.schema import PASS
 
 GPU_REPEATS = 100

@@ -15,8 +15,8 @@ from kgit.measure.flops import gemm_flops, tflops
 from kgit.measure.fwdbwd import Op
 from kgit.measure.fwdbwd_row import RowSchema, fwdbwd_row
 from kgit.measure.harness import Settings
+from kgit.measure.report import Row
 from kgit.measure.shapes import Shape, dtype_of
-from kgit.measure.summary_csv import Row
 from kgit.records.schema import GEMM_COLUMNS
 
 GEMM_ROW = RowSchema(GEMM_COLUMNS, ("out_snr", "da_snr", "db_snr"), "TFLOPS", tflops)

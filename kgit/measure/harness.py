@@ -23,8 +23,8 @@ import torch
 
 from kgit.launch_hook.sitecustomize import install as record_launches
 from kgit.measure.budget import give_back, log_peak, out_of_memory_report
+from kgit.measure.report import Row, fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import Shape, ShapeError, load_shapes, validate_shapes
-from kgit.measure.summary_csv import Row, fail_row, format_value, write_summary_csv
 from kgit.measure.timing import block_mode, replaced_clocks
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,

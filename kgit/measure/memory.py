@@ -15,8 +15,8 @@ from kgit.measure.flops import gbps
 from kgit.measure.fwdbwd import Op
 from kgit.measure.fwdbwd_row import RowSchema, fwdbwd_row
 from kgit.measure.harness import Settings
+from kgit.measure.report import Row
 from kgit.measure.shapes import Shape, dtype_of
-from kgit.measure.summary_csv import Row
 from kgit.records.schema import MEMORY_COLUMNS
 
 MEMORY_ROW = RowSchema(MEMORY_COLUMNS, ("out_snr", "dx_snr", "dw_snr"), "GB/s", gbps)

@@ -81,8 +81,8 @@ def render_final_note(campaign: RecordReader, data: dict[str, Any]) -> str:
     """What `kgit finish` records: the acceptance summary, then the full `kgit report`."""
     summary = render_final_report(data)
     try:
+        from kgit.views.campaign_report import report_data, report_document
         from kgit.views.document import to_markdown
-        from kgit.views.report import report_data, report_document
 
         full = to_markdown(report_document(report_data(campaign)))
     except Exception as exc:  # a view's bug must not block an acceptance whose checks passed

@@ -21,10 +21,10 @@ from kgit.records.campaign_folder import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import RoundNote
 from kgit.records.reader import RecordReader
+from kgit.views.campaign_report import trend_blocks
 from kgit.views.document import Document, to_markdown
 from kgit.views.numbers import num, signed
 from kgit.views.record import RoundView, figures_of, load_rounds
-from kgit.views.report import trend_blocks
 from kgit.views.summary import peak_pcts, summary_blocks, summary_data
 from kgit.views.trend import rule9, trend_rows
 

@@ -27,7 +27,7 @@ BASE = "import time\nimport torch\n\n\ndef matmul(a, b):\n    return a @ b\n"
         ("key = eval('i' + 'd')", tampering.DYNAMIC_CODE, "eval"),
         ("exec('x = 1')", tampering.DYNAMIC_CODE, "exec"),
         (
-            "import sys\nreport = sys.modules['kgit.measure.summary_csv']",
+            "import sys\nreport = sys.modules['kgit.measure.report']",
             tampering.SYS_MODULES,
             "sys.modules",
         ),

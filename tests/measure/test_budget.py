@@ -16,8 +16,8 @@ from kgit.engine.measuring.passes import HarnessError, require_memory
 from kgit.measure import timing_blocks
 from kgit.measure.budget import asked_bytes, budget
 from kgit.measure.harness import Settings, run_harness
+from kgit.measure.report import fail_row
 from kgit.measure.shapes import Shape
-from kgit.measure.summary_csv import fail_row
 from kgit.measure.timing_core import pool_size
 from kgit.records.protocol import MEMORY_SHARE_ENV
 from kgit.records.schema import MEMORY_COLUMNS

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from kgit.measure.harness import CannotRun, Settings, run_harness
+from kgit.measure.report import fail_row, format_value, write_summary_csv
 from kgit.measure.shapes import Shape
-from kgit.measure.summary_csv import fail_row, format_value, write_summary_csv
 from kgit.records.schema import GEMM_COLUMNS, MEMORY_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]

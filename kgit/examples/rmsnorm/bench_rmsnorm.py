@@ -12,8 +12,8 @@ import torch
 
 from kgit.measure.harness import Settings, run_harness
 from kgit.measure.memory import memory_row
+from kgit.measure.report import Row
 from kgit.measure.shapes import Shape
-from kgit.measure.summary_csv import Row
 from kgit.records.schema import MEMORY_COLUMNS
 
 

@@ -33,8 +33,8 @@ from kgit.measure.fwdbwd import (
     wrong_after_timing,
 )
 from kgit.measure.harness import Settings, run_harness
+from kgit.measure.report import Row, fail_row
 from kgit.measure.shapes import Shape, dtype_of
-from kgit.measure.summary_csv import Row, fail_row
 from kgit.records.schema import PASS
 
 COLUMNS = (
