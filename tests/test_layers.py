@@ -9,6 +9,7 @@ nor the engine nor a view.
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from pathlib import Path
 
 import kgit
@@ -200,29 +201,35 @@ def test_the_scan_sees_a_second_spelling(tmp_path: Path) -> None:
     assert decision_spellings(module) == ["m.py:1 'ACCEPTED'", "m.py:3 the accept rule"]
 
 
-def policy_switches(path: Path) -> list[str]:
-    """`file:line` and the name, for each place PATH tells decision policies apart by name or
-    picks one by its name: a comparison with a policy's name, a `case` on one, a dict keyed by
-    two or more of them (one key alone is the manifest's `interleaved:` section), a name
-    assigned (a default, or the policy an upgrade gives)."""
-    from kgit.records.policies import POLICIES
-
+def switches(path: Path, words: Collection[str], *, assigned: bool = False) -> list[str]:
+    """`file:line` and the word, for each place PATH tells WORDS apart: a comparison with one
+    (`==`, `in`), a `case` on one, a dict keyed by two or more of them (one key alone is, for
+    policies, the manifest's `interleaved:` section); with ASSIGNED, also one assigned (for
+    policies: a default, or the policy an upgrade gives)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             named = [e for o in operands for e in getattr(o, "elts", [o])]
-        elif isinstance(node, (ast.MatchValue, ast.Assign, ast.AnnAssign)) and node.value:
+        elif isinstance(node, ast.MatchValue) or (
+            assigned and isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value
+        ):
             named = [node.value]
         elif isinstance(node, ast.Dict):
             named = [key for key in node.keys if key is not None]
         else:
             continue
-        names = [n.value for n in named if isinstance(n, ast.Constant) and n.value in POLICIES]
+        names = [n.value for n in named if isinstance(n, ast.Constant) and n.value in words]
         if isinstance(node, ast.Dict) and len(names) < 2:
             continue
         found += [f"{path.name}:{node.lineno} {name!r}" for name in names]
     return found
+
+
+def policy_switches(path: Path) -> list[str]:
+    from kgit.records.policies import POLICIES
+
+    return switches(path, POLICIES, assigned=True)
 
 
 def test_policies_are_told_apart_only_in_their_table() -> None:
@@ -265,3 +272,35 @@ def test_no_module_and_no_function_over_the_limits() -> None:
                 if lines > FUNCTION_LINES:
                     over.append(f"{path.relative_to(ROOT)}: {node.name} {lines} lines")
     assert over == []
+
+
+def metric_switches(path: Path) -> list[str]:
+    from kgit.records.metrics import GBPS, METRICS, TFLOPS
+
+    return switches(path, {*METRICS, TFLOPS, GBPS})
+
+
+def test_metrics_are_told_apart_only_in_their_table() -> None:
+    """A metric is its row in kgit/records/metrics.py; a comparison with a metric's name or unit
+    elsewhere is a place a new metric would have to visit. The measuring library stands beside
+    kgit (harnesses import it, kgit never does) and reads its own rows' columns; the CSV reader
+    tells the GEMM schema by its column, not by the metric."""
+    table = ROOT / "records" / "metrics.py"
+    beside = ROOT / "measure"
+    found = [
+        hit
+        for p in ROOT.rglob("*.py")
+        if p != table and beside not in p.parents
+        for hit in metric_switches(p)
+    ]
+    assert [hit for hit in found if not hit.startswith("schema.py:")] == []
+    assert [hit.split(" ", 1)[1] for hit in found] == ["'Forward TFLOPS'"]
+
+
+def test_the_scan_sees_a_switch_over_metrics(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def f(metric):\n    if 'GB/s' in metric or metric == 'Combined Step TFLOPS':\n"
+        "        return 1\n"
+    )
+    assert metric_switches(module) == ["m.py:2 'GB/s'", "m.py:2 'Combined Step TFLOPS'"]

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kgit.records.devices import device_peaks
+from kgit.records.metrics import GBPS, metric_of
 
 if TYPE_CHECKING:
     from kgit.records.manifest import Manifest, Peaks
     from kgit.records.notes import CampaignState
     from kgit.records.schema import BenchTable
 
-TFLOPS, GBPS = "TFLOPS", "GB/s"
 ANY = "*"  # a `peaks.tflops` given as one number holds for every precision
 
 # A working set up to CACHE_FIT x the last-level cache may still be served mostly from it, and
@@ -64,14 +64,11 @@ def precision_of(dtype: str | None) -> str | None:
 
 
 def rate_unit(column: str) -> str | None:
-    """TFLOPS or GB/s for a rate column (not its `_stddev`), None for anything else."""
+    """The peak a rate column (not its `_stddev`) is held to, TFLOPS or GB/s, as its row of the
+    metrics' table says (kgit/records/metrics.py); None for a column held to none."""
     if column.endswith("_stddev"):
         return None
-    if "TFLOPS" in column:
-        return TFLOPS
-    if "GB/s" in column:
-        return GBPS
-    return None
+    return metric_of(column).bound
 
 
 @dataclass(frozen=True)

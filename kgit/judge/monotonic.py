@@ -13,6 +13,7 @@ from typing import Any
 
 from kgit.judge.figures import FIRST_PASS, PAIRED
 from kgit.judge.scoring import diagnostics, pct, score
+from kgit.records.metrics import GBPS, metric_of
 from kgit.records.schema import BenchTable
 
 NOISE_PCT = 1.0  # rule 9: Combined Step TFLOPS may dip by 1% along accepted rounds (noise)
@@ -23,7 +24,8 @@ MEMORY_RULE_KEY = "primary"
 
 
 def memory_bound(metric: str) -> bool:
-    return "GB/s" in metric
+    """Whether METRIC is held to device memory's bandwidth (its row of kgit/records/metrics.py)."""
+    return metric_of(metric).bound == GBPS
 
 
 def rule_value(metric: str) -> tuple[str, str]:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kgit.records.metrics import metric_of
+
 if TYPE_CHECKING:  # the CSV reader (csv, io) stays off the path of `kgit status` and `kgit log`
     from kgit.records.schema import BenchRow, BenchTable
 
@@ -19,19 +21,11 @@ def geomean(values: Iterable[float]) -> float:
 
 
 def shape_metric(row: BenchRow, metric: str) -> float | None:
-    """The primary metric of one row; None unless the row PASSed.
-
-    Combined Step TFLOPS counts the backward pass as twice the forward FLOPs:
-    6·B·M·N·K / (forward time + backward time).
-    """
+    """The primary metric of one row, by its formula (kgit/records/metrics.py); None unless the
+    row PASSed."""
     if not row.passed:
         return None
-    if metric == "Combined Step TFLOPS":
-        v = row.values
-        flops = 6.0 * v["B"] * v["M"] * v["N"] * v["K"]
-        seconds = (v["Forward Time (ms)"] + v["Backward Time (ms)"]) * 1e-3
-        return flops / seconds / 1e12
-    return row.values[metric]
+    return metric_of(metric).value(row.values)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from typing import Any
 
 from kgit.errors import UsageError
 from kgit.records.manifest_checks import manifest_problems
-from kgit.records.manifest_schema import KNOWN_METRICS, MANIFEST_VERSION, SCHEMA
+from kgit.records.manifest_schema import MANIFEST_VERSION, SCHEMA
+from kgit.records.metrics import METRICS
 from kgit.records.policies import DEFAULT_POLICY, POLICY_BEFORE_DEFAULT
 from kgit.records.yamltext import load_yaml_text
 
@@ -201,7 +202,7 @@ def parse_manifest(
         )
     warnings = []
     metric = data["primary_metric"]
-    if metric not in KNOWN_METRICS:
+    if metric not in METRICS:
         warnings.append(
             f"{source}: primary_metric {metric!r} is not one kgit knows: it must be a numeric "
             "column of your harness's CSV, higher is better (checked at kgit baseline)"

@@ -14,11 +14,11 @@ from kgit.records.manifest_schema import (
     DTYPE_NAMES,
     HINTS,
     INTERLEAVED_SCHEMA,
-    KNOWN_METRICS,
     SCHEMA,
     THRESHOLDS_SCHEMA,
     USER_KEY_PREFIX,
 )
+from kgit.records.metrics import METRICS, metric_of
 from kgit.records.policies import POLICIES
 
 
@@ -86,8 +86,8 @@ def _value_errors(data: dict[str, Any]) -> list[str]:
     """Values from a known set, checked now rather than after the tests and the harness ran."""
     problems = []
     metric = data.get("primary_metric")
-    if isinstance(metric, str) and metric not in KNOWN_METRICS:
-        near = _did_you_mean(metric, list(KNOWN_METRICS))
+    if isinstance(metric, str) and metric not in METRICS:
+        near = _did_you_mean(metric, list(METRICS))
         if near:  # a custom metric (any numeric CSV column) is allowed; a near miss is a typo
             problems.append(f"primary_metric: {metric!r} is not a metric kgit knows{near}")
     for index, shape in enumerate(_list(data.get("target_shapes"))):
@@ -166,20 +166,26 @@ def _command_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _spoken(names: tuple[str, ...]) -> str:
+    """`M, N and K`."""
+    return " and ".join(n for n in (", ".join(names[:-1]), names[-1]) if n)
+
+
 def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
     """A TFLOPS metric counts FLOPs from M, N and K (Combined Step: 6·B·M·N·K / time), so every
-    shape of such a campaign needs them; without, the roofline and the combined metric fail
-    rounds later, far from the manifest."""
+    shape of such a campaign needs the dimensions its row names (`shape_dims`); without, the
+    roofline and the combined metric fail rounds later, far from the manifest."""
     metric, shapes = data.get("primary_metric"), data.get("target_shapes")
-    if not isinstance(metric, str) or "TFLOPS" not in metric or not isinstance(shapes, list):
+    if not isinstance(metric, str) or not isinstance(shapes, list):
         return []
+    dims = metric_of(metric).shape_dims
     problems = []
     for index, shape in enumerate(shapes):
-        missing = [d for d in ("M", "N", "K") if isinstance(shape, dict) and d not in shape]
+        missing = [d for d in dims if isinstance(shape, dict) and d not in shape]
         if missing:
             problems.append(
                 f"target_shapes[{index}] ({shape.get('label')!r}): no {', '.join(missing)}; "
-                f"{metric} needs integer M, N and K in every shape"
+                f"{metric} needs integer {_spoken(dims)} in every shape"
             )
     return problems
 

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from kgit.errors import SchemaError
+from kgit.records.metrics import metric_of
 
 # The GEMM class, exactly as Primus-Turbo's quick harness writes it.
 GEMM_COLUMNS: tuple[str, ...] = (
@@ -58,17 +59,10 @@ CHECK_VALUES = (PASS, FAIL, "ERROR")
 # Columns that are text; every other column must parse as a number.
 TEXT_COLUMNS = ("label", "Check")
 
-# The columns each known metric is computed from (a custom metric is its own column).
-METRIC_INPUTS: dict[str, tuple[str, ...]] = {
-    "Forward TFLOPS": ("Forward TFLOPS",),
-    "Combined Step TFLOPS": ("B", "M", "N", "K", "Forward Time (ms)", "Backward Time (ms)"),
-    "Forward GB/s": ("Forward GB/s",),
-    "Backward GB/s": ("Backward GB/s",),
-}
-
 
 def metric_inputs(metric: str) -> tuple[str, ...]:
-    return METRIC_INPUTS.get(metric, (metric,))
+    """The columns METRIC is computed from (a custom metric is its own column)."""
+    return metric_of(metric).inputs
 
 
 @dataclass(frozen=True)

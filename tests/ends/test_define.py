@@ -6,11 +6,16 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kgit.cli import cli
+from kgit.engine.lifecycle.define import ask_missing
+from kgit.gitdoor.repo import open_repo
+from kgit.records.metrics import METRICS
 from kgit.resources import data_dir
 from tests.conftest import git, run_kgit
+from tests.records.test_metrics import NAME, ROW
 
 PY = sys.executable
 
@@ -173,3 +178,25 @@ def test_from_template_drafts_shapes_the_machine_can_run(kernel_repo: Path) -> N
 
     alone = run_kgit("init", "c1", "--shapes-for", "cpu")
     assert alone.code == 2 and "--from-template" in alone.err
+
+
+def test_the_template_offered_is_the_metrics_own(
+    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A metric of the table names the harness template a campaign of it starts from."""
+    monkeypatch.setitem(METRICS, NAME, ROW)
+    data = {
+        "target_op": "rmsnorm",
+        "target_backend": "TRITON",
+        "primary_metric": NAME,
+        "target_shapes": [{"label": "m", "M": 64, "N": 64}],
+    }
+    asked: list[str] = []
+
+    def ask(question: str, default: str | None) -> str:
+        asked.append(question)
+        return default or "x"
+
+    ask_missing(data, open_repo(kernel_repo), ask)
+    (quick,) = [q for q in asked if q.startswith("quick_command")]
+    assert "kgit init --from-template memory" in quick

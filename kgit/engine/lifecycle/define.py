@@ -18,8 +18,8 @@ from typing import Any
 
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
-from kgit.records.manifest import KNOWN_METRICS
 from kgit.records.manifest_checks import misspelt_as
+from kgit.records.metrics import known_metrics, metric_of
 from kgit.records.yamltext import load_yaml_text, read_text_capped
 from kgit.resources import data_dir, gpu_present
 
@@ -34,7 +34,10 @@ REQUIRED = {
     "target_backend": ("TRITON, HIP, CK, CUDA ...", "--target-backend"),
     "kernel_source": ("the kernel file(s) a round may change", "--kernel-source"),
     "test_command": ("the targeted tests: the correctness gate", "--test-command"),
-    "primary_metric": ("the metric that decides: " + ", ".join(KNOWN_METRICS), "--primary-metric"),
+    "primary_metric": (
+        "the metric that decides: " + ", ".join(known_metrics()),
+        "--primary-metric",
+    ),
     "quick_command": (
         "the quick harness (kgit appends --summary-csv, --shapes)",
         "--quick-command",
@@ -109,8 +112,11 @@ def default_rebuild(backend: str, mode: str, gpu: str) -> str | None:
 
 
 def default_metric(op: str) -> str:
+    """The metric of the template an op of that name would start from: compute-bound ops the
+    GEMM template's, others the memory-bound one's."""
     compute = ("gemm", "matmul", "mm", "attention", "attn", "conv")
-    return "Combined Step TFLOPS" if any(w in op.lower() for w in compute) else "Forward GB/s"
+    kind = "gemm" if any(w in op.lower() for w in compute) else "memory"
+    return TEMPLATES[kind].metric
 
 
 def guess_kernel_source(files: list[str]) -> str | None:
@@ -198,8 +204,9 @@ def ask_missing(data: dict[str, Any], repo: Repo, ask: Ask) -> dict[str, Any]:
         answer = ask("kernel_source (file(s), comma-separated)", guess_kernel_source(files))
         data["kernel_source"] = [p.strip() for p in answer.split(",") if p.strip()]
     field("test_command", "test_command (the correctness gate)", guess_test_command(files, op))
-    field("primary_metric", "primary_metric (" + ", ".join(KNOWN_METRICS) + ")", default_metric(op))
-    template = "memory" if "GB/s" in str(data["primary_metric"]) else "gemm"
+    metrics = ", ".join(known_metrics())
+    field("primary_metric", f"primary_metric ({metrics})", default_metric(op))
+    template = metric_of(str(data["primary_metric"])).template
     quick = guess_quick_command(files)
     field(
         "quick_command",
