@@ -106,7 +106,9 @@ def problem(campaign: Campaign, drift: Drift, rounds: dict[str, int] | None = No
 def repair(campaign: Campaign, drift: Drift) -> str:
     if drift.how == UNRECORDED:
         return f"git notes --ref={campaign.refs.notes(drift.kind)} remove {drift.target}"
-    return "kgit doctor --fix (publishes kgit's note again; the other stays in the notes ref's reflog)"
+    return (
+        "kgit doctor --fix (publishes kgit's note again; the other stays in the notes ref's reflog)"
+    )
 
 
 def problems_by_commit(campaign: Campaign, kinds: Iterable[str]) -> dict[str, list[str]]:
