@@ -25,6 +25,7 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kgit.engine.bestline import best_line, require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.audit_background import await_mark, drop_interrupted, finished
 from kgit.engine.guards.audit_modes import AuditRun, Plan
@@ -101,14 +102,20 @@ def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, 
     the baseline (which is already recorded): what stops the audit is a warning. Returns the
     audit's summary."""
     count = campaign.manifest.gate_audit_mutants
+    # The commit the record puts the best line at, whatever its ref says now: in the background
+    # the audit starts after the baseline returned, and a best line moved by hand meanwhile
+    # (onto a commit whose gate is strong, put back once the audit has run) had the audit of
+    # that tree recorded as the campaign's.
+    commit = best_line(campaign, campaign.best_tip()).recorded
     if count == 0:
-        plan = plan_audit(campaign, campaign.best_tip())
+        plan = plan_audit(campaign, commit)
         if plan.tail_warning:
             warn(plan.tail_warning)
         say("gate audit: off (gate_audit_mutants: 0); kgit gate audit runs one")
         return None
     try:
-        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo, quick=True)
+        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo, quick=True,
+                          commit=commit)  # fmt: skip
     except UnjudgeableGate as error:
         warn(f"{error.message}\nhint: {error.hint}")
         return None
@@ -140,12 +147,15 @@ def run_audit(
     timeout_s: float | None = None,
     echo: bool = False,
     quick: bool = False,
+    commit: str | None = None,
 ) -> GateAudit:
     """Plan, warn about tails, audit, warn about survivors: `kgit gate audit` (full) and the
-    baseline (QUICK)."""
+    baseline (QUICK). COMMIT: the one to audit; by default the best line's tip, refused when it
+    is not where the record puts it (the audit of a tree moved there by hand would be recorded
+    as the campaign's)."""
     started = time.monotonic()
     require_trusted(campaign, "audit the gate (it runs test_command)")
-    plan = plan_audit(campaign, campaign.best_tip())
+    plan = plan_audit(campaign, commit or require_best_where_recorded(campaign))
     if plan.tail_warning:
         warn(plan.tail_warning)
     audit = audit_gate(campaign, plan, say, count=count, trigger=trigger, timeout_s=timeout_s,
