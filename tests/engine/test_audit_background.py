@@ -130,3 +130,26 @@ def test_the_background_audit_audits_the_baseline_not_a_best_line_moved_meanwhil
     audit = state.get("gate_audit")
     assert audit is None or audit["commit"] == base, audit
     assert audit is not None and any(m["outcome"] == "survived" for m in audit["mutants"]), audit
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="that an audit was started is known only from its mark under .git/kgit/, which any "
+    "process of the user's may delete; the record does not say it",
+)
+def test_a_killed_audit_whose_mark_was_removed_is_still_reported(kernel_repo: Path) -> None:
+    repo = _campaign(kernel_repo, HANGS, "gate_audit_mutants: 2\n")
+    assert run_kgit("baseline").code == 0
+    running = _status()["gate_audit_background"]
+    assert isinstance(running, dict) and running["running"]
+    audit_tree = repo / ".git" / "kgit" / "worktrees" / "c1" / "audit"
+    _until(lambda: processes_under(audit_tree, "check_kernel.py"))
+    os.kill(int(running["pid"]), signal.SIGKILL)
+    (repo / ".git" / "kgit" / "audit" / "c1.json").unlink()
+    try:
+        status = _status()
+        assert status["gate_audit"] is None
+        assert status["gate_audit_background"] is not None, "no word of the unrecorded audit"
+    finally:
+        for pid in processes_under(repo):
+            os.kill(pid, signal.SIGKILL)
