@@ -135,7 +135,20 @@ def background_audit(campaign: Campaign, say: Say, *, echo: bool) -> None:
     await_mark(campaign)
     with measuring(campaign.repo, f"campaign {campaign.name}: the baseline's gate audit", say):
         audit_at_baseline(campaign, say, echo=echo)
+        ended_unrecorded(campaign)
     finished(campaign)
+
+
+def ended_unrecorded(campaign: Campaign) -> None:
+    """An audit ended without recording (nothing to mutate, a warning), as an inline one may:
+    the record no longer says that the baseline's was started and is owed."""
+    if campaign.state.gate_audit_started is None:
+        return
+    with campaign.repo.write_lock():
+        current = campaign.reload()
+        if current.state.gate_audit_started is not None:
+            current.state.gate_audit_started = None
+            current.save("gate audit: ended without a record (its log says why)")
 
 
 def run_audit(
@@ -183,6 +196,7 @@ def audit_gate(
     Raises KgitError when there is nothing to mutate (nothing recorded) or when the gate fails
     on the unmutated kernel (recorded: no mutant can be judged)."""
     if not plan.mutants:
+        ended_unrecorded(campaign)
         raise nothing_to_mutate(campaign, plan)
     started = started or time.monotonic()
     audit = GateAudit(
@@ -266,6 +280,7 @@ def record_audit(campaign: Campaign, audit: GateAudit) -> None:
     with campaign.repo.write_lock():
         current = campaign.reload()
         current.state.gate_audit = audit.to_dict()
+        current.state.gate_audit_started = None
         caught = f"{audit.caught} of {audit.tried} mutants caught"
         current.save(f"gate audit of {audit.commit[:10]}: {audit.error or caught}")
     drop_interrupted(campaign)
