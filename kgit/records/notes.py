@@ -341,6 +341,10 @@ class CampaignState:
     reopened: list[str] = field(default_factory=list)  # when `round start --reopen` reopened it
     # The latest gate audit (kgit/records/gate_audit.py), as a mapping; None before any.
     gate_audit: dict[str, Any] | None = None
+    # The commit whose gate audit the baseline started in the background, until it ends
+    # (kgit/engine/guards/audit_background.py): the record, not only the mark under .git/kgit/
+    # that any process of the user's may delete, says that one was started.
+    gate_audit_started: str | None = None
 
     def to_json(self) -> bytes:
         return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode()

@@ -110,6 +110,30 @@ AGAIN = (
 )
 WROTE = "wrote where no measuring process may"
 BEST_COMMIT = "git commit (on the best line)"
+# The record's note of the round turned to ACCEPTED, its evidence tripled (the re-judged
+# figures), both written into a new record commit and the note onto the notes ref.
+FORGE_RECORD = """set -e
+R=refs/kgit/gemm/campaign; H=$(git rev-parse HEAD); N=notes/rounds/$H
+E=$(git ls-tree -r --name-only $R evidence | grep "/$(git rev-parse 'HEAD^{tree}').json$")
+git show $R:$N | sed 's/^decision: ROLLED BACK/decision: ACCEPTED/' > ../note
+git show $R:$E | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+d["runs"] = [{k: v * 3 for k, v in run.items()} for run in d["runs"]]
+for pair in d["pairs"]:
+    pair["b"] = {k: v * 3 for k, v in pair["b"].items()}
+for rates in d["rates"].values():
+    for rate in rates.values():
+        rate["value"] *= 3
+print(json.dumps(d))' > ../evidence
+NB=$(git hash-object -w ../note); EB=$(git hash-object -w ../evidence)
+export GIT_INDEX_FILE=$PWD/../index
+git read-tree $R
+git update-index --cacheinfo 100644,$NB,$N --cacheinfo 100644,$EB,$E
+git update-ref $R "$(git commit-tree "$(git write-tree)" -p $R -m 'kgit gemm: round note')"
+unset GIT_INDEX_FILE
+git notes --ref=refs/notes/kgit/gemm/rounds add -f -C $NB HEAD
+"""
 NEXT_START = "kgit round start (the next round)"
 NEXT_VALIDATE = "kgit round validate (the next commit)"
 BLIND_COMMIT = "git commit (a blind find on PATH)"
@@ -320,6 +344,17 @@ ATTEMPTS = [
             " | sed 's/ROLLED BACK/ACCEPTED/g; s/rolled back/accepted/g' > forged"
             " && git notes --ref=refs/notes/kgit/gemm/rounds add -f -F forged HEAD",
         ),
+    ),
+    Attempt(
+        "forged-record",
+        "the campaign record rewritten with git plumbing: the slower kernel's note says ACCEPTED "
+        "and its stored evidence is tripled, in a new record commit on the record ref",
+        {"kernel.py": f.SLOW},
+        Stop(ACCEPT, 1, "written outside kgit"),
+        steps=(AGENT, ("forge the record", FORGE_RECORD)),
+        xfail="the record ref is the anchor every verdict is judged against, and the user's "
+        "processes may write any ref: nothing in the repository tells kgit's record commits "
+        "from a forged one (docs/threat-model.md, what is still not defended)",
     ),
     Attempt(
         "control-foreign-env",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, run_kgit
-from tests.engine.test_gate_audit import HANGS, WEAK, _campaign
+from tests.engine.test_gate_audit import HANGS, STRONG, WEAK, _campaign, _commit_with
 from tests.engine.test_resident_harness import processes_under
 
 # WEAK, slowed: the audit's gate runs last long enough for a command to start beside them.
@@ -105,6 +105,56 @@ def test_deleting_the_campaign_stops_its_audit_and_removes_its_mark_and_log(
         assert deleted.json()["audit_stopped"] is True  # type: ignore[index]
         assert not mark.exists() and not mark.with_suffix(".log").exists()
         _until(lambda: not processes_under(repo), within_s=30.0)  # its gate runs went with it
+    finally:
+        for pid in processes_under(repo):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_background_audit_audits_the_baseline_not_a_best_line_moved_meanwhile(
+    kernel_repo: Path,
+) -> None:
+    """The best line moved by hand while the audit starts, onto a commit whose gate is strong,
+    and put back once it has run: the audit must still audit the baseline's commit (its weak
+    gate), not record "every mutant caught" for a tree the campaign never measured."""
+    repo = _campaign(kernel_repo, SLOW_WEAK, "gate_audit_mutants: 2\n")
+    assert run_kgit("baseline").code == 0
+    best = "refs/heads/kgit/c1/best"
+    base = git(repo, "rev-parse", best)
+    strong = _commit_with(repo, base, "check_kernel.py", "import time\ntime.sleep(1.5)\n" + STRONG)
+    git(repo, "update-ref", best, strong)
+    try:
+        _until(lambda: _status()["gate_audit_background"] is None)
+    finally:
+        git(repo, "update-ref", best, base)
+    state = json.loads(git(repo, "show", "refs/kgit/c1/campaign:state.json"))
+    audit = state.get("gate_audit")
+    assert audit is None or audit["commit"] == base, audit
+    assert audit is not None and any(m["outcome"] == "survived" for m in audit["mutants"]), audit
+
+
+def test_a_killed_audit_whose_mark_was_removed_is_still_reported(kernel_repo: Path) -> None:
+    """The mark is a file any process of the user's may delete: after a kill and an `rm`, the
+    record still says an audit was started and never recorded."""
+    repo = _campaign(kernel_repo, HANGS, "gate_audit_mutants: 2\n")
+    assert run_kgit("baseline").code == 0
+    running = _status()["gate_audit_background"]
+    assert isinstance(running, dict) and running["running"]
+    audit_tree = repo / ".git" / "kgit" / "worktrees" / "c1" / "audit"
+    _until(lambda: processes_under(audit_tree, "check_kernel.py"))
+    os.kill(int(running["pid"]), signal.SIGKILL)
+    (repo / ".git" / "kgit" / "audit" / "c1.json").unlink()
+    try:
+        status = _status()
+        assert status["gate_audit"] is None
+        assert status["gate_audit_background"] is not None, "no word of the unrecorded audit"
+        assert "interrupted" in run_kgit("status").out
+        doctor = run_kgit("doctor", "--json").json()
+        kinds = {p["kind"]: p["repair"] for p in doctor["problems"]}  # type: ignore[index]
+        assert kinds.get("interrupted_audit") == "kgit -c c1 gate audit", doctor
+        assert "interrupted" in run_kgit("report").out
+        # Run again, it is recorded and the word goes.
+        assert run_kgit("gate", "audit", "--max", "1").code == 0
+        assert _status()["gate_audit_background"] is None
     finally:
         for pid in processes_under(repo):
             os.kill(pid, signal.SIGKILL)

@@ -70,6 +70,31 @@ def _audit(*args: str) -> tuple[int, dict[str, object], str]:
     return result.code, json.loads(result.out), result.err
 
 
+def _commit_with(repo: Path, parent: str, path: str, text: str) -> str:
+    """A commit on PARENT with PATH holding TEXT, made with plumbing (no hook, no work tree)."""
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=text,
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    listing = git(repo, "ls-tree", parent).splitlines()
+    entries = [line for line in listing if not line.endswith(f"\t{path}")]
+    entries.append(f"100644 blob {blob}\t{path}")
+    tree = subprocess.run(["git", "mktree"], cwd=repo, input="\n".join(entries) + "\n",
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    return git(repo, "commit-tree", tree, "-p", parent, "-m", "a gate that checks")
+
+
+def test_the_audit_refuses_a_best_line_moved_by_hand(kernel_repo: Path) -> None:
+    """The best line moved by hand onto a commit whose gate is strong: auditing it would record
+    "every mutant caught" as the campaign's gate audit."""
+    repo = _campaign(kernel_repo, WEAK)
+    best = "refs/heads/kgit/c1/best"
+    git(repo, "update-ref", best, _commit_with(repo, git(repo, "rev-parse", best),
+                                               "check_kernel.py", STRONG))  # fmt: skip
+    result = run_kgit("gate", "audit", "--max", "2")
+    assert result.code == 1, result
+    assert "was moved outside kgit" in result.err, result
+    assert json.loads(git(repo, "show", "refs/kgit/c1/campaign:state.json"))["gate_audit"] is None
+
+
 def test_a_strong_gate_catches_every_mutant(kernel_repo: Path) -> None:
     _campaign(kernel_repo, STRONG)
     code, data, err = _audit("--max", "4")

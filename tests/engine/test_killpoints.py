@@ -115,6 +115,11 @@ def _recover(repo: Path, number: int) -> list[str]:
         status = _status(repo)
         closed = status["open_round"] is None and status["next_round"] > number
         if closed and status["next_step"] == 'kgit round start "HYPOTHESIS"':
+            # A baseline killed after its record and before its audit started: the record says
+            # an audit is owed, and doctor names the command that runs it.
+            if status["gate_audit_background"] is not None:
+                steps.append(status["gate_audit_background"]["rerun"])
+                run_kgit(*status["gate_audit_background"]["rerun"].split()[1:])
             return steps
         steps.append(status["next_step"])
         _follow(repo, status["next_step"])

@@ -25,6 +25,7 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kgit.engine.bestline import best_line, require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.audit_background import await_mark, drop_interrupted, finished
 from kgit.engine.guards.audit_modes import AuditRun, Plan
@@ -101,14 +102,20 @@ def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, 
     the baseline (which is already recorded): what stops the audit is a warning. Returns the
     audit's summary."""
     count = campaign.manifest.gate_audit_mutants
+    # The commit the record puts the best line at, whatever its ref says now: in the background
+    # the audit starts after the baseline returned, and a best line moved by hand meanwhile
+    # (onto a commit whose gate is strong, put back once the audit has run) had the audit of
+    # that tree recorded as the campaign's.
+    commit = best_line(campaign, campaign.best_tip()).recorded
     if count == 0:
-        plan = plan_audit(campaign, campaign.best_tip())
+        plan = plan_audit(campaign, commit)
         if plan.tail_warning:
             warn(plan.tail_warning)
         say("gate audit: off (gate_audit_mutants: 0); kgit gate audit runs one")
         return None
     try:
-        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo, quick=True)
+        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo, quick=True,
+                          commit=commit)  # fmt: skip
     except UnjudgeableGate as error:
         warn(f"{error.message}\nhint: {error.hint}")
         return None
@@ -128,7 +135,20 @@ def background_audit(campaign: Campaign, say: Say, *, echo: bool) -> None:
     await_mark(campaign)
     with measuring(campaign.repo, f"campaign {campaign.name}: the baseline's gate audit", say):
         audit_at_baseline(campaign, say, echo=echo)
+        ended_unrecorded(campaign)
     finished(campaign)
+
+
+def ended_unrecorded(campaign: Campaign) -> None:
+    """An audit ended without recording (nothing to mutate, a warning), as an inline one may:
+    the record no longer says that the baseline's was started and is owed."""
+    if campaign.state.gate_audit_started is None:
+        return
+    with campaign.repo.write_lock():
+        current = campaign.reload()
+        if current.state.gate_audit_started is not None:
+            current.state.gate_audit_started = None
+            current.save("gate audit: ended without a record (its log says why)")
 
 
 def run_audit(
@@ -140,12 +160,15 @@ def run_audit(
     timeout_s: float | None = None,
     echo: bool = False,
     quick: bool = False,
+    commit: str | None = None,
 ) -> GateAudit:
     """Plan, warn about tails, audit, warn about survivors: `kgit gate audit` (full) and the
-    baseline (QUICK)."""
+    baseline (QUICK). COMMIT: the one to audit; by default the best line's tip, refused when it
+    is not where the record puts it (the audit of a tree moved there by hand would be recorded
+    as the campaign's)."""
     started = time.monotonic()
     require_trusted(campaign, "audit the gate (it runs test_command)")
-    plan = plan_audit(campaign, campaign.best_tip())
+    plan = plan_audit(campaign, commit or require_best_where_recorded(campaign))
     if plan.tail_warning:
         warn(plan.tail_warning)
     audit = audit_gate(campaign, plan, say, count=count, trigger=trigger, timeout_s=timeout_s,
@@ -173,6 +196,7 @@ def audit_gate(
     Raises KgitError when there is nothing to mutate (nothing recorded) or when the gate fails
     on the unmutated kernel (recorded: no mutant can be judged)."""
     if not plan.mutants:
+        ended_unrecorded(campaign)
         raise nothing_to_mutate(campaign, plan)
     started = started or time.monotonic()
     audit = GateAudit(
@@ -256,6 +280,7 @@ def record_audit(campaign: Campaign, audit: GateAudit) -> None:
     with campaign.repo.write_lock():
         current = campaign.reload()
         current.state.gate_audit = audit.to_dict()
+        current.state.gate_audit_started = None
         caught = f"{audit.caught} of {audit.tried} mutants caught"
         current.save(f"gate audit of {audit.commit[:10]}: {audit.error or caught}")
     drop_interrupted(campaign)

@@ -122,7 +122,7 @@ def audit_progress(campaign: Campaign) -> dict[str, Any] | None:
     `running` (its process is alive) or `interrupted` and the command that runs it again."""
     mark = mark_path(campaign)
     if not mark.is_file():
-        return None
+        return _started_unmarked(campaign)
     state = _read(mark)
     alive = running(int(state.get("pid", 0)), str(state.get("start", "")))
     state["running"] = alive
@@ -130,6 +130,18 @@ def audit_progress(campaign: Campaign) -> dict[str, Any] | None:
         state["interrupted"] = True
         state["rerun"] = f"kgit -c {campaign.name} gate audit"
     return state
+
+
+def _started_unmarked(campaign: Campaign) -> dict[str, Any] | None:
+    """The record says the baseline started an audit that has not ended, and its mark is
+    gone: removed by hand (a kill and an `rm` left no word of the audit), or a baseline killed
+    before it started one. Read as interrupted."""
+    commit = campaign.state.gate_audit_started
+    if commit is None:
+        return None
+    return {"pid": "unknown", "start": "", "commit": commit,
+            "log": str(mark_path(campaign).with_suffix(".log")), "running": False,
+            "interrupted": True, "rerun": f"kgit -c {campaign.name} gate audit"}  # fmt: skip
 
 
 def wait_for_audit(campaign: Campaign, say: Say) -> None:

@@ -72,6 +72,8 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) ->
         current.state.inactive = inactive
         current.state.fingerprint = run.fingerprint
         current.state.noise_floors = floors
+        if not _audits_inline(current, wait):
+            current.state.gate_audit_started = base
         _save_baseline(current, base, run, note, harness_copy)
     # After the baseline is recorded: an audit that is interrupted or cannot run loses nothing.
     with phase("audit"):
@@ -98,10 +100,14 @@ def _audit(campaign: Campaign, base: str, say: Say, *, echo: bool, inline: bool)
     """The baseline's gate audit: its summary (`gate_audit`) when run inline, else its mark
     (`gate_audit_background`), started in a process of its own unless INLINE is asked
     (kgit/engine/guards/audit_background.py)."""
-    if inline or inline_wanted() or campaign.manifest.gate_audit_mutants == 0:
+    if _audits_inline(campaign, inline):
         return {"gate_audit": audit_at_baseline(campaign, say, echo=echo),
                 "gate_audit_background": None}  # fmt: skip
     return {"gate_audit": None, "gate_audit_background": start_audit(campaign, base, say)}
+
+
+def _audits_inline(campaign: Campaign, inline: bool) -> bool:
+    return inline or inline_wanted() or campaign.manifest.gate_audit_mutants == 0
 
 
 def _ready_for_baseline(campaign: Campaign) -> str:
