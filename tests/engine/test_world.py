@@ -205,3 +205,27 @@ def test_a_src_layout_is_found_by_its_command_and_kgits_copy_stays_first(tmp_pat
         assert Path(kpkg) == tmp_path / "src" / "kpkg" / "__init__.py"
     finally:
         world.close()
+
+
+def test_finish_runs_the_suite_with_the_manifests_env(
+    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kgit finish` runs the suite in the world the gate runs in: a suite that needs the
+    manifest's `env:` (TRITON_INTERPRET=1 on a CPU) passes there as the gate did, whatever the
+    shell holds."""
+    from tests.conftest import run_kgit
+    from tests.engine.test_gc import faster_round
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    probe = "import os, sys; sys.exit(os.environ.get('TRITON_INTERPRET') != '1')"
+    manifest = kernel_repo / "manifest.yaml"
+    manifest.write_text(
+        manifest.read_text()
+        + f'acceptance_command: {sys.executable} -c "{probe}"\n'
+        + 'env: {TRITON_INTERPRET: "1"}\n'
+    )
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    assert run_kgit("-q", "baseline").code == 0
+    faster_round(kernel_repo)
+    finished = run_kgit("-q", "finish")
+    assert finished.code == 0, finished

@@ -44,6 +44,7 @@ from kgit.engine.measuring.passes import (
 )
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import Policy, policy_of
+from kgit.engine.measuring.sealed import run_in_gate_world
 from kgit.engine.measuring.side_trees import measuring_tree, require_pristine
 from kgit.engine.measuring.target import Outcome
 from kgit.engine.measuring.trees import remove_campaign_trees
@@ -54,7 +55,6 @@ from kgit.engine.rounds.final_branch import (
     final_commits,
     write_final_branch,
 )
-from kgit.engine.user_commands import run_command
 from kgit.errors import KgitError
 from kgit.judge.figures import figure_dict, measured
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
@@ -216,18 +216,20 @@ def _acceptance(
     campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]], say: Say, *, echo: bool
 ) -> Acceptance:
     manifest = campaign.manifest
-    root, timeout, tether = campaign.repo.root, manifest.timeout_s, campaign.repo.common_dir
+    root = campaign.repo.root
     reasons: list[str] = []
     if manifest.rebuild_command:
         say(f"rebuild: `{manifest.rebuild_command}`")
-        built = run_command(manifest.rebuild_command, root, timeout, tether=tether, echo=echo)
+        built = run_in_gate_world(campaign, manifest.rebuild_command, root, echo=echo)
         if not built.ok:
             raise KgitError("the rebuild command failed", details=built.tail[-4000:])
     command = manifest.acceptance_command or manifest.test_command
     if not manifest.acceptance_command:
         say("warning: no acceptance_command in the manifest: running test_command as the suite")
     say(f"test suite: `{command}`")
-    suite = run_command(command, root, timeout, tether=tether, echo=echo)
+    # In the gate's world: the manifest's `env:` (TRITON_INTERPRET on a CPU) and kgit's PYTHONPATH,
+    # as the gate had them, and nothing else of the caller's shell.
+    suite = run_in_gate_world(campaign, command, root, echo=echo)
     if not suite.ok:
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
