@@ -229,3 +229,24 @@ def test_finish_runs_the_suite_with_the_manifests_env(
     faster_round(kernel_repo)
     finished = run_kgit("-q", "finish")
     assert finished.code == 0, finished
+
+
+def test_validate_runs_the_rebuild_with_the_manifests_env(
+    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round's rebuild step runs in the gate's world too: one that needs the manifest's `env:`
+    passes whatever the shell holds (it ran with the caller's environment, and failed)."""
+    from tests.conftest import run_kgit
+    from tests.engine.test_gc import faster_round
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    probe = "import os, sys; sys.exit(os.environ.get('TRITON_INTERPRET') != '1')"
+    manifest = kernel_repo / "manifest.yaml"
+    manifest.write_text(
+        manifest.read_text()
+        + f'rebuild_command: {sys.executable} -c "{probe}"\n'
+        + 'env: {TRITON_INTERPRET: "1"}\n'
+    )
+    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
+    assert run_kgit("-q", "baseline").code == 0
+    faster_round(kernel_repo)  # its validate rebuilds first

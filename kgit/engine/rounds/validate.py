@@ -14,6 +14,7 @@ from kgit.engine.measuring.passes import HarnessError, Measurement, best_values,
 from kgit.engine.measuring.physical_floor import impossible
 from kgit.engine.measuring.policy import policy_of
 from kgit.engine.measuring.pyenv import environment
+from kgit.engine.measuring.sealed import run_in_gate_world
 from kgit.engine.measuring.target import Outcome, Target, ran_resident, statistics_dict
 from kgit.engine.measuring.validation import validate
 from kgit.engine.rounds.round import (
@@ -25,7 +26,6 @@ from kgit.engine.rounds.round import (
     require_on_best,
     round_at,
 )
-from kgit.engine.user_commands import run_command
 from kgit.errors import KgitError
 from kgit.judge.floor import merge_rates
 from kgit.judge.judgement import Facts, judge
@@ -41,13 +41,8 @@ def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
     if not command:
         return
     say(f"rebuild: `{command}`")
-    result = run_command(
-        command,
-        campaign.repo.root,
-        campaign.manifest.timeout_s,
-        tether=campaign.repo.common_dir,
-        echo=echo,
-    )
+    # In the gate's world, as finish runs it: the manifest's `env:`, not the caller's shell.
+    result = run_in_gate_world(campaign, command, campaign.repo.root, echo=echo)
     if not result.ok:
         raise KgitError(
             "the rebuild command failed",
