@@ -2,7 +2,7 @@
 
 Copy into the campaign (e.g. as quick_test_bench.py), plug the kernel in where marked, run:
 
-    python gemm_harness.py --summary-csv out.csv [--shapes shapes.json] [--repeats N]
+    python bench/quick_test_bench.py --summary-csv out.csv [--shapes shapes.json] [--repeats N]
 
 Shapes: a JSON list of {"label", "M", "N", "K", optional "B", optional "dtype": bf16|fp16|fp32}.
 Exit 0 all PASS, 1 some FAIL (a shape that raises is a FAIL row of NaN), 2 cannot run here.

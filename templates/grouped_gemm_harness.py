@@ -5,7 +5,7 @@ In the row, B = number of groups and M = nominal tokens per group; TFLOPS use th
 (2·T·N·K forward). Each shape names a token distribution (kgit.measure.tokens): uniform,
 top2_cf1.0, top1_cf1.25, skewed (one expert ≥50%, an empty group). Copy, plug in, run:
 
-    python grouped_gemm_harness.py --summary-csv out.csv [--shapes shapes.json] [--repeats N]
+    python bench/quick_test_bench.py --summary-csv out.csv [--shapes shapes.json] [--repeats N]
 
 Shapes: a JSON list of {"label", "B", "M", "N", "K", "distribution", optional "dtype"}.
 Exit 0 all PASS, 1 some FAIL (a shape that raises is a FAIL row of NaN), 2 cannot run here.

@@ -4,7 +4,7 @@ The op shipped here is RMSNorm; for another op, change `op`, `reference` and `by
 give the kernel's other operands (LayerNorm's bias) in `other_operands`.
 Copy into the campaign, plug the kernel in where marked, run:
 
-    python memory_harness.py --summary-csv out.csv [--shapes shapes.json] [--repeats N]
+    python bench/quick_test_bench.py --summary-csv out.csv [--shapes shapes.json] [--repeats N]
 
 Shapes: a JSON list of {"label", "M", "N", optional "dtype": bf16|fp16|fp32}. Without a GPU,
 kernels run in Triton's interpreter (TRITON_INTERPRET=1): keep shapes small and in fp32 there.
