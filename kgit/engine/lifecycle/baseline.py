@@ -47,9 +47,8 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) ->
             manifest.target_shapes, first.table, manifest.primary_metric
         )
 
-    # The full pass; under the interleaved policy the A/A calibration follows in the same
-    # harness process (a resident harness), so the floors are those of the rounds' blocks.
-    # The pass records what the target shapes launch, for the gate audit below (no extra run).
+    # The full pass, then (interleaved) the A/A calibration in the same resident harness; it
+    # records what the target shapes launch, for the gate audit below.
     with harness_records(baseline_log(campaign), traced_sources(manifest.kernel_source)):
         calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
     run, floors = calibrated.first, calibrated.floors
