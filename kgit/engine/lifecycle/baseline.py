@@ -47,8 +47,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) ->
             manifest.target_shapes, first.table, manifest.primary_metric
         )
 
-    # The full pass, then (interleaved) the A/A calibration in the same resident harness; it
-    # records what the target shapes launch, for the gate audit below.
+    # The full pass, then (interleaved) the A/A calibration; it records launches for the audit.
     with harness_records(baseline_log(campaign), traced_sources(manifest.kernel_source)):
         calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
     run, floors = calibrated.first, calibrated.floors
