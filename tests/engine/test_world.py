@@ -207,12 +207,13 @@ def test_a_src_layout_is_found_by_its_command_and_kgits_copy_stays_first(tmp_pat
         world.close()
 
 
-def test_finish_runs_the_suite_with_the_manifests_env(
-    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("key", ["acceptance_command", "rebuild_command"])
+def test_finish_and_validate_run_their_commands_with_the_manifests_env(
+    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch, key: str
 ) -> None:
-    """`kgit finish` runs the suite in the world the gate runs in: a suite that needs the
-    manifest's `env:` (TRITON_INTERPRET=1 on a CPU) passes there as the gate did, whatever the
-    shell holds."""
+    """`kgit finish`'s suite and a round's rebuild step run in the world the gate runs in: a
+    command that needs the manifest's `env:` (TRITON_INTERPRET=1 on a CPU) passes there as the
+    gate did, whatever the shell holds (both ran with the caller's environment, and failed)."""
     from tests.conftest import run_kgit
     from tests.engine.test_gc import faster_round
 
@@ -221,32 +222,11 @@ def test_finish_runs_the_suite_with_the_manifests_env(
     manifest = kernel_repo / "manifest.yaml"
     manifest.write_text(
         manifest.read_text()
-        + f'acceptance_command: {sys.executable} -c "{probe}"\n'
-        + 'env: {TRITON_INTERPRET: "1"}\n'
-    )
-    assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
-    assert run_kgit("-q", "baseline").code == 0
-    faster_round(kernel_repo)
-    finished = run_kgit("-q", "finish")
-    assert finished.code == 0, finished
-
-
-def test_validate_runs_the_rebuild_with_the_manifests_env(
-    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A round's rebuild step runs in the gate's world too: one that needs the manifest's `env:`
-    passes whatever the shell holds (it ran with the caller's environment, and failed)."""
-    from tests.conftest import run_kgit
-    from tests.engine.test_gc import faster_round
-
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    probe = "import os, sys; sys.exit(os.environ.get('TRITON_INTERPRET') != '1')"
-    manifest = kernel_repo / "manifest.yaml"
-    manifest.write_text(
-        manifest.read_text()
-        + f'rebuild_command: {sys.executable} -c "{probe}"\n'
+        + f'{key}: {sys.executable} -c "{probe}"\n'
         + 'env: {TRITON_INTERPRET: "1"}\n'
     )
     assert run_kgit("init", "c1", "-m", "manifest.yaml").code == 0
     assert run_kgit("-q", "baseline").code == 0
     faster_round(kernel_repo)  # its validate rebuilds first
+    finished = run_kgit("-q", "finish")  # finish rebuilds, then runs the suite
+    assert finished.code == 0, finished
