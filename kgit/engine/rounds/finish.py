@@ -94,6 +94,9 @@ class Acceptance:
     vs_baseline: dict[str, Any] | None = None  # gain_pct as kgit/judge/figures.py spells it
     shapes: list[dict[str, Any]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    # The output of what failed (the suite's tail, the harness's): the refusal shows it, so a
+    # quiet finish (-q streams nothing) still says why.
+    details: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -142,6 +145,7 @@ def check_finish(
             f"final acceptance refused: {len(check.reasons)} check(s) failed:\n  "
             + "\n  ".join(check.reasons),
             hint="fix it in a new round (kgit round start), then kgit finish again",
+            details="\n".join(check.details) or None,
         )
     line = repo.rev_list(best, first_parent=True)
     commits = final_commits(campaign, best, rounds, line)
@@ -234,6 +238,8 @@ def _acceptance(
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
     check = Acceptance([], [], command, suite.ok, round(suite.seconds, 3), reasons=reasons)
+    if not suite.ok:
+        check.details.append(f"test suite output (last lines):\n{suite.tail[-4000:].rstrip()}")
     # Rule 11 on everything the campaign changed: rounds accepted before the check existed too.
     findings = rule11_findings(campaign.repo, campaign.state.base, best)
     facts = Facts(shortcuts=tuple(f.describe() for f in findings))
@@ -272,6 +278,7 @@ def _full_validation(
         outcome = validate(campaign, policy, target, None, say, echo=echo)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
+        check.details += [exc.details] if exc.details else []
         return
     over, _ = impossible(
         campaign, outcome.rates(campaign.manifest.primary_metric), outcome.fingerprint
