@@ -129,11 +129,16 @@ def render_rolled_back(r: dict[str, Any]) -> str:
 def render_gc(r: dict[str, Any]) -> str:
     """`kgit gc`: each folder of measuring trees that goes, why, and what it frees."""
     verb = "would remove" if r["dry_run"] else "removed"
-    lines = [
-        f"{verb} {row['path']} ({', '.join(row['trees']) or 'no trees'}; {row['mb']:.1f} MB): "
-        f"{row['reason']}"
-        for row in r["leftovers"]
-    ]
+    lines = []
+    for row in r["leftovers"]:
+        lines.append(
+            f"{verb} {row['path']} ({', '.join(row['trees']) or 'no trees'}; {row['mb']:.1f} MB): "
+            f"{row['reason']}"
+        )
+        lines += [
+            f"  kept {held['tree']}: kgit pid {held['pid']} measures in it (kgit gc once it ended)"
+            for held in row.get("in_use", [])
+        ]
     if not lines:
         lines.append("nothing to remove: every measuring tree belongs to a running campaign")
     lines.append(

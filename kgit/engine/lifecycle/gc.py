@@ -6,10 +6,13 @@ whose folders are gone (`git worktree prune`).
 A tree is scratch (checked out again, sealed the same way, when a side needs it), so a tree of a
 campaign still running is kept only to save the next checkout, and is not collected. Nor are the
 trees of a finished campaign's other linked work trees while those exist: a round may still be
-measured there."""
+measured there. Nor is a tree another live kgit measures in (its holder mark, kgit/engine/
+measuring/trees.py): the campaign may have been reopened meanwhile, or an audit runs there. What
+goes is decided under the write lock, so a reopen that ran while gc looked is seen."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from kgit.engine.measuring.trees import (
     MB,
     checkouts_in,
     disk_bytes,
+    holder_of,
     is_checkout,
     remove_trees,
     trees_root,
@@ -37,7 +41,12 @@ class Leftover:
     keep: frozenset[str] = frozenset()  # sub-folders whose trees stay (or go on their own)
 
     def trees(self) -> list[Path]:
-        return checkouts_in(self.folder, self.keep)
+        """The trees that go: those another live kgit measures in stay (`in_use`)."""
+        return [tree for tree in checkouts_in(self.folder, self.keep) if holder_of(tree) is None]
+
+    def in_use(self) -> list[tuple[Path, int]]:
+        held = ((tree, holder_of(tree)) for tree in checkouts_in(self.folder, self.keep))
+        return [(tree, pid) for tree, pid in held if pid is not None]
 
     def to_dict(self, repo: Repo, size: int) -> dict[str, Any]:
         return {
@@ -45,6 +54,10 @@ class Leftover:
             "campaign": self.campaign,
             "reason": self.reason,
             "trees": [tree.name for tree in self.trees()],
+            "in_use": [
+                {"tree": str(tree.relative_to(self.folder)), "pid": pid}
+                for tree, pid in self.in_use()
+            ],
             "mb": round(size / MB, 1),
         }
 
@@ -74,15 +87,16 @@ def leftovers(repo: Repo) -> list[Leftover]:
 def collect(repo: Repo, *, dry_run: bool) -> dict[str, Any]:
     """Remove the leftovers (with DRY_RUN, only say what would go); what went and what it freed."""
     listed_before, total_before = len(repo.worktree_paths()), disk_bytes(trees_root(repo))
-    found = leftovers(repo)
-    sizes = [_freed_size(item) for item in found]
-    rows = [item.to_dict(repo, size) for item, size in zip(found, sizes, strict=True)]
-    trees = sum(len(row["trees"]) for row in rows)
-    freed = sum(sizes)
-    if not dry_run:
-        with repo.write_lock():  # no finish, delete or reopen of a campaign meanwhile
+    # Decided and removed under the lock: no finish, delete or reopen of a campaign meanwhile.
+    with contextlib.nullcontext() if dry_run else repo.write_lock():
+        found = leftovers(repo)
+        sizes = [_freed_size(item) for item in found]
+        rows = [item.to_dict(repo, size) for item, size in zip(found, sizes, strict=True)]
+        freed = sum(sizes)
+        if not dry_run:
             freed = sum(remove_trees(repo, i.folder, whole=i.whole, keep=i.keep) for i in found)
             repo.prune_worktrees()
+    trees = sum(len(row["trees"]) for row in rows)
     return {
         "dry_run": dry_run,
         "leftovers": rows,
@@ -95,6 +109,6 @@ def collect(repo: Repo, *, dry_run: bool) -> dict[str, Any]:
 
 
 def _freed_size(item: Leftover) -> int:
-    if item.whole:
+    if item.whole and not item.in_use():
         return disk_bytes(item.folder)
     return sum(disk_bytes(tree) for tree in item.trees())

@@ -13,6 +13,7 @@ from pathlib import Path
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.passes import HarnessError
 from kgit.engine.measuring.sealed import run_in_gate_world
+from kgit.engine.measuring.trees import mark_held
 from kgit.engine.measuring.watch import changed_under
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
@@ -33,6 +34,7 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     if linked is not None:  # a round's own work tree measures in trees of its own: rounds in
         folder = folder / linked  # parallel never check out over each other's sides
     path, marker = folder / side, folder / f"{side}.built"
+    mark_held(path)  # before the checkout: `kgit gc` leaves it while this process runs
     with phase("trees"):
         _checked_out(campaign, commit, path, marker)
     command = campaign.manifest.rebuild_command
