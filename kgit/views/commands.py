@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.judge.audit_coverage import covered_words
 from kgit.records.notes import ACCEPTING
 
 
@@ -31,6 +30,10 @@ def audit_line(audit: dict[str, Any] | None) -> str:
         for key, words in (("equivalent", "equivalent on the shapes"), ("unreached", "unreached"))
         if audit.get(key)
     )
+    # Here, not at the top: the audit's machinery (mutants, reach) would load on every
+    # command's start, `kgit status` and `kgit log` included (~30 ms).
+    from kgit.judge.audit_coverage import covered_words
+
     covered = covered_words(audit.get("coverage") or {})
     covered = f"; covered {covered}" if covered else ""
     unrun = audit.get("not_run") or 0
