@@ -16,7 +16,7 @@ from kgit.engine.recovery import closed_round_checked_out, interrupted_close, st
 from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
 from kgit.records.gate_audit import GateAudit
 from kgit.records.names import parse_round_branch
-from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, ROLLED_BACK, OpenRound
+from kgit.records.notes import ACCEPT, ACCEPTING, KEPT, ROLLBACK, ROLLED_BACK, OpenRound
 
 
 def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
@@ -56,15 +56,19 @@ def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
         "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
         **_stall(campaign, statuses),
         **_left_to_repair(campaign, branch, rows),
-        "best_moved": _best_moved(campaign, best_tip),
+        "best_moved": _best_moved(campaign, best_tip, recorded),
     }
     data["next_step"] = next_step(data)
     return data
 
 
-def _best_moved(campaign: Campaign, best_tip: str) -> dict[str, Any] | None:
-    """Where the record puts the best line when something else moved it (None: where it is)."""
-    line = best_line(campaign, best_tip)
+def _best_moved(
+    campaign: Campaign, best_tip: str, recorded: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Where the record puts the best line when something else moved it (None: where it is),
+    from the RECORDED rows' accepted rounds."""
+    kept = {row["commit"]: row["round"] for row in recorded if row["status"] in KEPT}
+    line = best_line(campaign, best_tip, kept)
     if not line.moved:
         return None
     return {
