@@ -13,17 +13,20 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from kgit import __version__, progress
 from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
+from kgit.records.results import is_result, to_json
 
 if TYPE_CHECKING:
     from kgit.engine.campaign import Campaign
     from kgit.engine.read_only import CampaignReader
     from kgit.gitdoor import Repo
+
+R = TypeVar("R")
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -63,12 +66,15 @@ class Ctx:
         progress.start(self.quiet)
 
 
-def emit(data: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+def emit(result: R, as_json: bool, render: Callable[[R], str]) -> None:
+    """A command's RESULT, a typed result (kgit/records/results.py): RENDER's text, or under
+    --json the document `to_json` makes of it."""
     progress.stop()  # the result, not a live line, ends the command's output
     if as_json:
+        data = to_json(result) if is_result(result) else result
         click.echo(json.dumps(data, indent=2, default=jsonable))
     else:
-        click.echo(render(data))
+        click.echo(render(result))
 
 
 def jsonable(value: Any) -> Any:
