@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,8 +121,8 @@ def init(
         result,
         as_json,
         lambda r: (
-            f"campaign {r['campaign']} created at {r['base'][:10]}; best line {r['best']}\n"
-            f"hooks installed: {', '.join(r['hooks'])}\nnext: kgit baseline"
+            f"campaign {r.campaign} created at {r.base[:10]}; best line {r.best}\n"
+            f"hooks installed: {', '.join(r.hooks)}\nnext: kgit baseline"
         ),
     )
 
@@ -190,16 +191,15 @@ def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
     obj.long_step()
     with progress.collecting() as phases:
         result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet, wait=wait_audit)
-    result["phases"] = phases.to_dict()
     obj.say(phases.line())
     emit(
-        result,
+        replace(result, phases=phases.to_dict()),
         as_json,
         lambda r: (
-            f"baseline recorded on {r['commit'][:10]}: {r['metric']} aggregate {r['aggregate']:.4g}\n"
-            f"representative shapes: {', '.join(r['representative_shapes'])}\n"
-            f"{audit_line(r['gate_audit'])}"
-            f"{background_line(r['gate_audit_background'])}"
+            f"baseline recorded on {r.commit[:10]}: {r.metric} aggregate {r.aggregate:.4g}\n"
+            f"representative shapes: {', '.join(r.representative_shapes)}\n"
+            f"{audit_line(r.gate_audit)}"
+            f"{background_line(r.gate_audit_background)}"
             'next: kgit round start "HYPOTHESIS"'
         ),
     )

@@ -20,12 +20,13 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     """Where the campaign stands and what to do next."""
     from kgit.engine.campaign import list_campaigns
     from kgit.engine.status import status_data
+    from kgit.records.status_results import CampaignNames
     from kgit.views.status_log import render_status
 
     repo = obj.repo()
     if all_campaigns:
-        names = list_campaigns(repo)
-        emit(names, as_json, lambda n: "\n".join(n) or "no campaign")
+        names = CampaignNames(tuple(list_campaigns(repo)))
+        emit(names, as_json, lambda n: "\n".join(n.names) or "no campaign")
         return
     campaign = obj.campaign()
     data = status_data(campaign, repo.current_branch())
@@ -48,18 +49,14 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
     For each, the one command that repairs it. Exits 1 while problems remain, else 0.
     """
     from kgit.engine.lifecycle.doctor import diagnose, fix
+    from kgit.records.campaign_results import DoctorReport
     from kgit.views.doctor_text import render_doctor
 
     campaign = obj.campaign()
     found = diagnose(campaign)
     fixed = fix(campaign, found, obj.say) if apply_fixes else []
     left = diagnose(campaign.reload()) if fixed else found
-    data = {
-        "campaign": campaign.name,
-        "clean": not left,
-        "problems": [finding.to_dict() for finding in left],
-        "fixed": [finding.to_dict() for finding in fixed],
-    }
+    data = DoctorReport(campaign.name, not left, tuple(left), tuple(fixed))
     emit(data, as_json, render_doctor)
     if left:
         sys.exit(1)  # problems remain: a refusal, with the facts already printed
@@ -75,12 +72,13 @@ def log(obj: Ctx, as_json: bool, verbose: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
     from kgit.engine.lineage import lineage
     from kgit.engine.read_only import CampaignReader
+    from kgit.records.status_results import Lineage
     from kgit.views.status_log import quick_is_subset, render_log
 
     campaign = obj.campaign()
     subset = quick_is_subset(CampaignReader(campaign))
     emit(
-        lineage(campaign),
+        Lineage(tuple(lineage(campaign))),
         as_json,
         lambda rows: render_log(rows, quick_is_subset=subset, whole=verbose),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,8 @@ def round_start(
         result,
         as_json,
         lambda r: (
-            f"round-{r['round']} started on {r['branch'].removeprefix('refs/heads/')}\n"
-            f"next: change the kernel, {r['commit']}, kgit round validate"
+            f"round-{r.round} started on {r.branch.removeprefix('refs/heads/')}\n"
+            f"next: change the kernel, {r.commit}, kgit round validate"
         ),
     )
 
@@ -73,9 +74,8 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
     obj.long_step()
     with progress.collecting() as phases:
         result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
-    result["phases"] = phases.to_dict()
     obj.say(phases.line())
-    emit(result, as_json, render_verdict)
+    emit(replace(result, phases=phases.to_dict()), as_json, render_verdict)
 
 
 @round.command("accept", short_help="Fast-forward the best line to an accepted round.")

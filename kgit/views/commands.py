@@ -7,6 +7,7 @@ from typing import Any
 
 from kgit.judge.audit_coverage import covered_words
 from kgit.records.notes import ACCEPTING
+from kgit.records.round_results import RoundAccepted, RoundRolledBack, RoundVerdict
 
 
 def render_template(name: str, r: dict[str, Any]) -> str:
@@ -51,27 +52,27 @@ def background_line(state: dict[str, Any] | None) -> str:
     )
 
 
-def render_verdict(r: dict[str, Any]) -> str:
+def render_verdict(r: RoundVerdict) -> str:
     from kgit.views.summary import not_passing
 
-    lines = [f"round-{r['round']}: {r['decision'] or r['status']}"]
-    lines += [f"  - {reason}" for reason in r["reasons"]]
-    failing = not_passing([(s["label"], s["check"]) for s in r["shapes"]])
+    lines = [f"round-{r.round}: {r.decision or r.status}"]
+    lines += [f"  - {reason}" for reason in r.reasons]
+    failing = not_passing([(s.label, s.check) for s in r.shapes])
     if failing:
         lines.append(f"no aggregate: {failing}")
-    elif r["delta_vs_best_pct"] is not None and r.get("pairs"):
+    elif r.delta_vs_best_pct is not None and r.aggregate is not None and r.pairs:
         # Interleaved: the change is the pairs' estimate, not this figure against the best's
         # (on a loaded CPU the candidate's first pass read 18% under the best while the pairs,
         # timed in turns, read it 24% faster).
-        runs = r.get("runs") or 1
+        runs = r.runs or 1
         passes = "first pass" if runs == 1 else f"first passes (mean of {runs})"
         lines.append(
-            f"{r['delta_vs_best_pct']:+.3f}% vs best over {r['pairs']} pairs; aggregate "
-            f"{r['aggregate']:.4g} in the candidate's {passes}"
+            f"{r.delta_vs_best_pct:+.3f}% vs best over {r.pairs} pairs; aggregate "
+            f"{r.aggregate:.4g} in the candidate's {passes}"
         )
-    elif r["delta_vs_best_pct"] is not None:
-        lines.append(f"aggregate {r['aggregate']:.4g} ({r['delta_vs_best_pct']:+.3f}% vs best)")
-    accepts = r["decision"] in ACCEPTING
+    elif r.delta_vs_best_pct is not None and r.aggregate is not None:
+        lines.append(f"aggregate {r.aggregate:.4g} ({r.delta_vs_best_pct:+.3f}% vs best)")
+    accepts = r.decision in ACCEPTING
     lines.append(
         "next: kgit round accept" if accepts else 'next: kgit round rollback --reason "..."'
     )
@@ -113,17 +114,15 @@ def render_revision(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_accepted(r: dict[str, Any]) -> str:
-    return f"round-{r['round']} {r['status']}: kgit/{r['campaign']}/best -> {r['best'][:10]}"
+def render_accepted(r: RoundAccepted) -> str:
+    return f"round-{r.round} {r.status}: kgit/{r.campaign}/best -> {r.best[:10]}"
 
 
-def render_rolled_back(r: dict[str, Any]) -> str:
+def render_rolled_back(r: RoundRolledBack) -> str:
     kept = (
-        f"; its commit {r['commit'][:10]} stays at {r['kept_at']}"
-        if r["commit"]
-        else " (it had no commit)"
+        f"; its commit {r.commit[:10]} stays at {r.kept_at}" if r.commit else " (it had no commit)"
     )
-    return f"round-{r['round']} {r['status']}: back on kgit/{r['campaign']}/best{kept}"
+    return f"round-{r.round} {r.status}: back on kgit/{r.campaign}/best{kept}"
 
 
 def render_gc(r: dict[str, Any]) -> str:

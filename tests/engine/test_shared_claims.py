@@ -78,7 +78,7 @@ class Worker:
         started = start_round(
             campaign, item.text, worktree=self.tree, with_files=self.queue.claim(item)
         )
-        return int(started["round"])
+        return started.round
 
     def publish(self) -> bool:
         return self.link.publish(open_repo(self.tree))

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.records.notes import ShapeResult
+from kgit.records.round_results import RoundVerdict
 from kgit.views.commands import render_verdict
 
 
-def _result(**extra: Any) -> dict[str, Any]:
-    return {
-        "round": 2, "decision": "ACCEPTED", "status": "VALIDATED", "reasons": ["improved"],
-        "shapes": [{"label": "g128", "check": "PASS"}], "aggregate": 9.002e-05,
-        "delta_vs_best_pct": 24.116, "pairs": None, **extra,
+def _result(**extra: Any) -> RoundVerdict:
+    fields: dict[str, Any] = {
+        "campaign": "c1", "round": 2, "commit": "c" * 40, "status": "VALIDATED",
+        "decision": "ACCEPTED", "cause": "improved", "reasons": ("improved",), "findings": (),
+        "aggregate": 9.002e-05, "delta_vs_best_pct": 24.116, "delta_vs_baseline_pct": None,
+        "shapes": (ShapeResult("g128", "PASS"),), "runs": None, "pairs": None,
+        "validations": 1, "mode": "worker", "tree": None,
     }  # fmt: skip
+    return RoundVerdict(**(fields | extra))
 
 
 def test_a_paired_change_is_not_printed_as_the_first_pass_against_the_best() -> None:

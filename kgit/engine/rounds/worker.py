@@ -44,6 +44,7 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
 from kgit.progress import Say
 from kgit.records.notes import ACCEPTING
+from kgit.records.results import to_json
 
 # How often one round follows the best line after other workers' accepts before it gives up (each
 # move is another round accepted, so the campaign progresses; 3 starved a gain with 4 workers).
@@ -199,13 +200,13 @@ def _run_round(
             verdict = validate_round(_load(here, setup), say, full=False, echo=setup.echo)
             if not shared.published():
                 continue  # the verdict was dropped: validate the remote's copy of the round
-            if verdict["decision"] not in ACCEPTING:
-                reason = "; ".join(verdict["reasons"]) or str(verdict["decision"])
-                return {**base, **_rollback(shared, reason), "verdict": verdict}
+            if verdict.decision not in ACCEPTING:
+                reason = "; ".join(verdict.reasons) or str(verdict.decision)
+                return {**base, **_rollback(shared, reason), "verdict": to_json(verdict)}
             shared.sync()
             accepted = accept_round(_load(here, setup), say, echo=setup.echo)
             if link.publish(here):
-                return {**base, "status": accepted["status"], "commit": accepted["commit"]}
+                return {**base, "status": accepted.status, "commit": accepted.commit}
             # Another clone accepted first: the accept was dropped and the round is open again.
             say(f"{setup.name}: round-{shared.number}: {link.conflict}; rebasing, validating again")
             shared.back_on_round(None)
@@ -246,7 +247,7 @@ def _start(
         except Claimed as taken:
             say(f"{setup.name}: {taken.message}; taking the next line")
             return None
-        number = int(started["round"])
+        number = started.round
         if link.publish(open_repo(tree)):
             say(f"{setup.name}: round-{number} started: {item.text}")
             return number
@@ -310,7 +311,7 @@ def _rollback(shared: SharedRound, reason: str) -> dict[str, Any]:
         tree.reset_hard()
         done = rollback_round(Campaign.load(tree, shared.name), reason, shared.say)
         if shared.published():
-            return {"status": done["status"], "commit": done["commit"], "reason": reason}
+            return {"status": done.status, "commit": done.commit, "reason": reason}
     raise KgitError(
         f"round-{shared.number}: another clone wrote it each time this worker rolled it back",
         hint=f"kgit pull {shared.link.remote}; kgit status (who else works on round-"
