@@ -102,3 +102,27 @@ def test_every_json_document_keeps_its_keys(kernel_repo: Path, tmp_path: Path) -
     for name in golden:
         assert shapes.get(name) == golden[name], name
     assert sorted(shapes) == sorted(golden)
+
+
+def test_emit_refuses_a_plain_dict() -> None:
+    from kgit.cli.app import emit, emit_line
+
+    with pytest.raises(TypeError, match="emit takes a typed result"):
+        emit({"campaign": "c1"}, True, str)  # type: ignore[type-var]
+    with pytest.raises(TypeError, match="emit_line takes a typed result"):
+        emit_line({"event": "done"}, True, str)  # type: ignore[type-var]
+
+
+def test_only_emit_writes_json_in_the_commands() -> None:
+    """Every command's JSON goes through emit (one document) or emit_line (a stream), which take
+    typed results only; a `json.dumps` elsewhere in kgit/cli/ would print an untyped one."""
+    import ast
+
+    import kgit.cli
+
+    calls = []
+    for path in Path(kgit.cli.__path__[0]).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("dumps", "dump"):
+                calls.append(f"{path.name}:{node.lineno}")
+    assert [call for call in calls if not call.startswith("app.py:")] == []

@@ -332,7 +332,7 @@ def manifest_edit(obj: Ctx, manifest_file: Path | None, as_json: bool) -> None:
         edited = click.edit(shown, extension=".yaml", require_save=True)
         text, source = (edited if edited is not None else shown), "the edited manifest"
     result = edit_manifest(campaign, text, source)
-    for warning in result["warnings"]:
+    for warning in result.warnings:
         obj.say(f"warning: {warning}")
     emit(result, as_json, render_revision)
 
@@ -370,10 +370,10 @@ def campaign_delete(obj: Ctx, name: str, yes: bool, as_json: bool) -> None:
         result,
         as_json,
         lambda r: (
-            f"campaign {r['campaign']} deleted ({len(r['deleted_refs'])} refs"
-            + (f", {len(r['work_trees'])} work trees" if r["work_trees"] else "")
+            f"campaign {r.campaign} deleted ({len(r.deleted_refs)} refs"
+            + (f", {len(r.work_trees)} work trees" if r.work_trees else "")
             + ")"
-            + ("; HEAD detached where its branch was" if r["detached_head"] else "")
+            + ("; HEAD detached where its branch was" if r.detached_head else "")
         ),
     )
 

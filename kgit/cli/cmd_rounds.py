@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import click
 
 from kgit import progress
-from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option, jsonable
+from kgit.cli.app import CONTEXT, Ctx, cli, emit, emit_line, json_option
 from kgit.views.commands import (
     render_accepted,
     render_rolled_back,
@@ -181,6 +179,7 @@ def worker(
     the summary.
     """
     from kgit.engine.rounds.worker import WorkerSetup, run_worker, taker
+    from kgit.records.worker_results import WorkerRound
 
     campaign = obj.campaign()
     default = f"device-{device}" if device is not None else "worker"
@@ -200,13 +199,8 @@ def worker(
     take = taker(obj.repo(), setup, queue, sys.stdin)
     obj.long_step()
 
-    def report(outcome: dict[str, Any]) -> None:
-        progress.stop()
-        if as_json:
-            click.echo(json.dumps({"event": "round", **outcome}, default=jsonable))
-        else:
-            click.echo(render_worker_round(outcome))
+    def report(outcome: WorkerRound) -> None:
+        emit_line(outcome, as_json, render_worker_round)
 
-    summary = {"event": "done", **run_worker(obj.repo(), setup, take, obj.say, report)}
-    progress.stop()
-    click.echo(json.dumps(summary) if as_json else render_worker_summary(summary))
+    summary = run_worker(obj.repo(), setup, take, obj.say, report)
+    emit_line(summary, as_json, render_worker_summary)

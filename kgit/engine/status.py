@@ -22,9 +22,9 @@ from kgit.records.status_results import (
     BestLine,
     BestMoved,
     CampaignStatus,
+    CampaignTarget,
     LineageRow,
     OpenRoundState,
-    Target,
 )
 
 
@@ -37,7 +37,9 @@ def status_data(campaign: Campaign, branch: str | None) -> CampaignStatus:
     manifest, metric = campaign.manifest, campaign.manifest.primary_metric
     data = CampaignStatus(
         campaign=campaign.name,
-        target=Target(manifest.target_op, manifest.target_backend, manifest.target_gpu, metric),
+        target=CampaignTarget(
+            manifest.target_op, manifest.target_backend, manifest.target_gpu, metric
+        ),
         branch=branch,
         baselined=campaign.state.baselined,
         finished=campaign.state.finished,

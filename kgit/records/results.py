@@ -5,8 +5,11 @@ dataclasses too); the engine builds it, the views read its attributes, and `to_j
 into the document `--json` prints (docs/json.md). The rules of `to_json`:
 
 - a dataclass is an object: its field names are the keys, in the order they are declared; a
-  field made with `omitted_when_none()` is left out while it is None (a key that only some
+  field with `metadata=OMITTED_WHEN_NONE` is left out while it is None (a key that only some
   documents carry);
+- a mapping field with `metadata=SPREAD` puts its keys at the object's own level (a record
+  stored as it is, beside the fields computed from it);
+- a field made with `view_only()` is for the text views alone and never printed;
 - a `Result` whose class names a `json_root` field prints that field alone (a command whose
   document is a list: `kgit log`, `kgit status --all`, `kgit tips`);
 - a mapping is an object with its keys as strings (a mapping is data: shape label to figure,
@@ -25,6 +28,8 @@ from pathlib import PurePath
 from typing import Any, ClassVar
 
 _OMIT = "kgit.omitted_when_none"
+_VIEW_ONLY = "kgit.view_only"
+_SPREAD = "kgit.spread"
 
 
 class Result:
@@ -34,9 +39,20 @@ class Result:
     json_root: ClassVar[str | None] = None
 
 
-def omitted_when_none() -> Any:
-    """A field, None by default, whose key the JSON document carries only when it has a value."""
-    return dataclasses.field(default=None, metadata={_OMIT: True})
+# The metadata of a field, None by default, whose key the JSON document carries only when it has
+# a value: `field(default=None, metadata=OMITTED_WHEN_NONE)`.
+OMITTED_WHEN_NONE = {_OMIT: True}
+
+
+def view_only(default: Any) -> Any:
+    """A field the text views read and the JSON document leaves out (the rounds as a view
+    reads them, for its plots)."""
+    return dataclasses.field(default=default, metadata={_VIEW_ONLY: True}, compare=False)
+
+
+# The metadata of a mapping field whose keys the JSON document carries at its own level (a
+# record stored as it is, beside the fields computed from it): `field(metadata=SPREAD)`.
+SPREAD = {_SPREAD: True}
 
 
 def is_result(value: object) -> bool:
@@ -72,7 +88,10 @@ def _fields(value: Any) -> Any:
     document = {}
     for field in dataclasses.fields(value):
         item = getattr(value, field.name)
-        if item is None and field.metadata.get(_OMIT):
+        if field.metadata.get(_VIEW_ONLY) or (item is None and field.metadata.get(_OMIT)):
+            continue
+        if field.metadata.get(_SPREAD):
+            document.update(to_json(item))
             continue
         document[field.name] = to_json(item)
     return document
@@ -80,4 +99,8 @@ def _fields(value: Any) -> Any:
 
 def json_keys(cls: type) -> list[str]:
     """The keys a result class's JSON document can carry (its fields', in order)."""
-    return [field.name for field in dataclasses.fields(cls)]
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if not f.metadata.get(_VIEW_ONLY) and not f.metadata.get(_SPREAD)
+    ]

@@ -50,7 +50,7 @@ class CampaignNames(Result):
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class CampaignTarget:
     op: str
     backend: str
     gpu: str | None
@@ -94,7 +94,7 @@ class BestMoved:
 @dataclass(frozen=True, slots=True)
 class CampaignStatus(Result):
     campaign: str
-    target: Target
+    target: CampaignTarget
     branch: str | None
     baselined: bool
     finished: bool

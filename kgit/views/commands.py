@@ -8,17 +8,19 @@ from typing import Any
 from kgit.judge.audit_coverage import covered_words
 from kgit.records.notes import ACCEPTING
 from kgit.records.round_results import RoundAccepted, RoundRolledBack, RoundVerdict
+from kgit.records.upkeep_results import Collected, ManifestRevised, TemplateWritten
+from kgit.records.worker_results import WorkerRound, WorkerSummary
 
 
-def render_template(name: str, r: dict[str, Any]) -> str:
-    left = f" (still to fill in: {', '.join(r['missing'])})" if r["missing"] else ""
+def render_template(name: str, r: TemplateWritten) -> str:
+    left = f" (still to fill in: {', '.join(r.missing)})" if r.missing else ""
     return (
-        f"wrote {r['harness']} (the {r['template']} harness template) and {r['manifest']} "
+        f"wrote {r.harness} (the {r.template} harness template) and {r.manifest} "
         f"(a draft{left})\n"
-        + (f"note: {r['cpu_shapes_note']}\n" if r.get("cpu_shapes_note") else "")
-        + f"next: plug your kernel into {r['harness']}, commit it (git add {r['harness']} && "
+        + (f"note: {r.cpu_shapes_note}\n" if r.cpu_shapes_note else "")
+        + f"next: plug your kernel into {r.harness}, commit it (git add {r.harness} && "
         "git commit: the harness is frozen at baseline and must be committed first), then "
-        f"kgit init {name} --manifest {r['manifest']}"
+        f"kgit init {name} --manifest {r.manifest}"
     )
 
 
@@ -79,36 +81,34 @@ def render_verdict(r: RoundVerdict) -> str:
     return "\n".join(lines)
 
 
-def render_worker_round(r: dict[str, Any]) -> str:
-    rebased = f" (rebased {r['rebases']}x)" if r.get("rebases") else ""
-    why = f": {r['reason']}" if r.get("reason") else ""
-    return f"round-{r['round']} [{r['worker']}] {r['status']}{rebased}: {r['hypothesis']}{why}"
+def render_worker_round(r: WorkerRound) -> str:
+    rebased = f" (rebased {r.rebases}x)" if r.rebases else ""
+    why = f": {r.reason}" if r.reason else ""
+    return f"round-{r.round} [{r.worker}] {r.status}{rebased}: {r.hypothesis}{why}"
 
 
-def render_worker_summary(r: dict[str, Any]) -> str:
-    rate = f", {r['rounds_per_hour']:.1f} rounds/hour" if r["rounds_per_hour"] else ""
+def render_worker_summary(r: WorkerSummary) -> str:
+    rate = f", {r.rounds_per_hour:.1f} rounds/hour" if r.rounds_per_hour else ""
     text = (
-        f"worker {r['worker']} (device {r['device']}): {r['rounds']} round(s), "
-        f"{r['accepted']} accepted, {r['rolled_back']} rolled back in {r['seconds']:.1f} s{rate}"
+        f"worker {r.worker} (device {r.device}): {r.rounds} round(s), "
+        f"{r.accepted} accepted, {r.rolled_back} rolled back in {r.seconds:.1f} s{rate}"
     )
-    claims = r.get("claims")
+    claims = r.claims
     if claims:
-        back = ", ".join(f"round-{n}" for n in claims["taken_back"])
-        text += (
-            f"\nclone {claims['clone']}: {claims['lost']} line(s) claimed first by another worker"
-        )
+        back = ", ".join(f"round-{n}" for n in claims.taken_back)
+        text += f"\nclone {claims.clone}: {claims.lost} line(s) claimed first by another worker"
         text += f"; rolled back as their workers ended: {back}" if back else ""
     return text
 
 
-def render_revision(r: dict[str, Any]) -> str:
-    if not r["recorded"]:
-        return f"campaign {r['campaign']}: the manifest is unchanged (revision {r['revision']})"
-    lines = [f"campaign {r['campaign']}: manifest revision {r['revision']} recorded"]
-    lines += [f"  {k}: {v['from']!r} -> {v['to']!r}" for k, v in r["changed"].items()]
-    if r["needs_trust"]:
+def render_revision(r: ManifestRevised) -> str:
+    if not r.recorded:
+        return f"campaign {r.campaign}: the manifest is unchanged (revision {r.revision})"
+    lines = [f"campaign {r.campaign}: manifest revision {r.revision} recorded"]
+    lines += [f"  {k}: {v['from']!r} -> {v['to']!r}" for k, v in r.changed.items()]
+    if r.needs_trust:
         lines.append(
-            f"a command changed: kgit trust --campaign {r['campaign']} approves it "
+            f"a command changed: kgit trust --campaign {r.campaign} approves it "
             "(kgit runs none of its commands until then)"
         )
     return "\n".join(lines)
@@ -125,21 +125,20 @@ def render_rolled_back(r: RoundRolledBack) -> str:
     return f"round-{r.round} {r.status}: back on kgit/{r.campaign}/best{kept}"
 
 
-def render_gc(r: dict[str, Any]) -> str:
+def render_gc(r: Collected) -> str:
     """`kgit gc`: each folder of measuring trees that goes, why, and what it frees."""
-    verb = "would remove" if r["dry_run"] else "removed"
+    verb = "would remove" if r.dry_run else "removed"
     lines = [
-        f"{verb} {row['path']} ({', '.join(row['trees']) or 'no trees'}; {row['mb']:.1f} MB): "
-        f"{row['reason']}"
-        for row in r["leftovers"]
+        f"{verb} {row.path} ({', '.join(row.trees) or 'no trees'}; {row.mb:.1f} MB): {row.reason}"
+        for row in r.leftovers
     ]
     if not lines:
         lines.append("nothing to remove: every measuring tree belongs to a running campaign")
     lines.append(
-        f"freed: {r['freed_mb']:.1f} MB{' (dry run: nothing removed)' if r['dry_run'] else ''}; "
-        f"kept: {r['kept_mb']:.1f} MB under .git/kgit/worktrees; git worktree list: "
-        f"{r['git_worktrees_before']} -> {r['git_worktrees_after']} entries"
+        f"freed: {r.freed_mb:.1f} MB{' (dry run: nothing removed)' if r.dry_run else ''}; "
+        f"kept: {r.kept_mb:.1f} MB under .git/kgit/worktrees; git worktree list: "
+        f"{r.git_worktrees_before} -> {r.git_worktrees_after} entries"
     )
-    if r["dry_run"] and r["leftovers"]:
+    if r.dry_run and r.leftovers:
         lines.append("next: kgit gc (without --dry-run)")
     return "\n".join(lines)

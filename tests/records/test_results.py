@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kgit.records.results import Result, is_result, json_keys, omitted_when_none, to_json
+from kgit.records.results import OMITTED_WHEN_NONE, Result, is_result, json_keys, to_json
 
 
 class Colour(enum.Enum):
@@ -28,7 +28,7 @@ class Whole(Result):
     where: Path
     colour: Colour
     figures: dict[str, float] = field(default_factory=dict)
-    note: str | None = omitted_when_none()
+    note: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
 
 @dataclass(frozen=True, slots=True)

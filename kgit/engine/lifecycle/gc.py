@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.engine.measuring.trees import (
@@ -24,6 +23,7 @@ from kgit.engine.measuring.trees import (
     trees_root,
 )
 from kgit.gitdoor import Repo
+from kgit.records.upkeep_results import Collected, TreesFolder
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,14 @@ class Leftover:
     def trees(self) -> list[Path]:
         return checkouts_in(self.folder, self.keep)
 
-    def to_dict(self, repo: Repo, size: int) -> dict[str, Any]:
-        return {
-            "path": str(self.folder.relative_to(repo.common_dir.parent)),
-            "campaign": self.campaign,
-            "reason": self.reason,
-            "trees": [tree.name for tree in self.trees()],
-            "mb": round(size / MB, 1),
-        }
+    def shown(self, repo: Repo, size: int) -> TreesFolder:
+        return TreesFolder(
+            path=str(self.folder.relative_to(repo.common_dir.parent)),
+            campaign=self.campaign,
+            reason=self.reason,
+            trees=tuple(tree.name for tree in self.trees()),
+            mb=round(size / MB, 1),
+        )
 
 
 def leftovers(repo: Repo) -> list[Leftover]:
@@ -71,27 +71,27 @@ def leftovers(repo: Repo) -> list[Leftover]:
     return found
 
 
-def collect(repo: Repo, *, dry_run: bool) -> dict[str, Any]:
+def collect(repo: Repo, *, dry_run: bool) -> Collected:
     """Remove the leftovers (with DRY_RUN, only say what would go); what went and what it freed."""
     listed_before, total_before = len(repo.worktree_paths()), disk_bytes(trees_root(repo))
     found = leftovers(repo)
     sizes = [_freed_size(item) for item in found]
-    rows = [item.to_dict(repo, size) for item, size in zip(found, sizes, strict=True)]
-    trees = sum(len(row["trees"]) for row in rows)
+    rows = tuple(item.shown(repo, size) for item, size in zip(found, sizes, strict=True))
+    trees = sum(len(row.trees) for row in rows)
     freed = sum(sizes)
     if not dry_run:
         with repo.write_lock():  # no finish, delete or reopen of a campaign meanwhile
             freed = sum(remove_trees(repo, i.folder, whole=i.whole, keep=i.keep) for i in found)
             repo.prune_worktrees()
-    return {
-        "dry_run": dry_run,
-        "leftovers": rows,
-        "trees": trees,
-        "freed_mb": round(freed / MB, 1),
-        "kept_mb": round((total_before - freed) / MB, 1),
-        "git_worktrees_before": listed_before,
-        "git_worktrees_after": listed_before - trees if dry_run else len(repo.worktree_paths()),
-    }
+    return Collected(
+        dry_run=dry_run,
+        leftovers=rows,
+        trees=trees,
+        freed_mb=round(freed / MB, 1),
+        kept_mb=round((total_before - freed) / MB, 1),
+        git_worktrees_before=listed_before,
+        git_worktrees_after=listed_before - trees if dry_run else len(repo.worktree_paths()),
+    )
 
 
 def _freed_size(item: Leftover) -> int:
