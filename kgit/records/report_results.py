@@ -11,6 +11,60 @@ from kgit.records.results import Result, view_only
 
 
 @dataclass(frozen=True, slots=True)
+class TargetCheck:
+    """Rule 10's performance target against the best line's aggregate."""
+
+    target: float | str | None
+    best_aggregate: float | None
+    reached: bool
+    checkable: bool  # a numeric target; one in words (or none) is never reported reached
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EfficiencyCheck:
+    """Rule 10's "acceptable hardware efficiency": shown, never reached (the user's call)."""
+
+    reached: bool = False
+    measured: bool
+    device: str | None
+    pct_of_peak: dict[str, float]  # shape -> % of the device's peak
+
+
+@dataclass(frozen=True, slots=True)
+class IterationsCheck:
+    used: int
+    max: int
+    reached: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StopCheck:
+    reached: bool  # the campaign is marked finished
+
+
+@dataclass(frozen=True, slots=True)
+class Termination:
+    """Each of rule 10's conditions, with what it was judged on (kgit/judge/termination.py)."""
+
+    target: TargetCheck
+    hardware_efficiency: EfficiencyCheck
+    max_iterations: IterationsCheck
+    user_stop: StopCheck
+
+
+@dataclass(frozen=True, slots=True)
+class Applicability:
+    """The static training-shortcut check of the best line's change (rule 11)."""
+
+    diff: str  # base..best
+    files: tuple[str, ...]
+    added_lines: int
+    patterns: tuple[str, ...]
+    findings: tuple[dict[str, Any], ...]  # kgit/judge/rule11.py: Finding.to_dict
+    training_step_measured: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ReportBest:
     round: int | None
     commit: str
@@ -39,8 +93,8 @@ class CampaignReport(Result):
     trend: tuple[dict[str, Any], ...]  # kgit/views/trend.py's rows
     rule9: dict[str, Any]
     best_vs_baseline: tuple[dict[str, Any], ...]
-    termination: dict[str, Any]  # kgit/judge/termination.py
-    applicability: dict[str, Any]
+    termination: Termination
+    applicability: Applicability
     gate_audit: dict[str, Any] | None
     plots: tuple[str, ...] = ()
     gate_audit_background: dict[str, Any] | None = None

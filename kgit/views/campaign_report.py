@@ -18,7 +18,14 @@ from kgit.judge.termination import termination
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
 from kgit.records.reader import RecordReader
-from kgit.records.report_results import CampaignReport, ReportBest, RolledBack
+from kgit.records.report_results import (
+    Applicability,
+    CampaignReport,
+    EfficiencyCheck,
+    ReportBest,
+    RolledBack,
+    Termination,
+)
 from kgit.views.audit_text import audit_data, audit_words
 from kgit.views.audit_text import report_blocks as gate_audit_blocks
 from kgit.views.document import (
@@ -70,15 +77,16 @@ def _target(campaign: RecordReader) -> dict[str, Any]:
     }
 
 
-def _efficiency(campaign: RecordReader, best: RoundView | None) -> dict[str, Any]:
+def _efficiency(campaign: RecordReader, best: RoundView | None) -> EfficiencyCheck:
     """Rule 10's "acceptable hardware efficiency", measured as each shape's % of the device's
     peak where the peaks are known (kgit/judge/termination.py never calls it reached)."""
     pcts = {k: v for k, v in (peak_pcts(campaign, best) if best else {}).items() if v is not None}
     floor = campaign_floor(campaign.manifest, campaign.state)
-    return {"measured": bool(pcts), "device": floor.device if floor else None, "pct_of_peak": pcts}
+    device = floor.device if floor else None
+    return EfficiencyCheck(measured=bool(pcts), device=device, pct_of_peak=pcts)
 
 
-def _termination(campaign: RecordReader, best: RoundView | None) -> dict[str, Any]:
+def _termination(campaign: RecordReader, best: RoundView | None) -> Termination:
     return termination(
         target=campaign.manifest.performance_target,
         best_aggregate=best.note.aggregate if best is not None and best.note is not None else None,
@@ -89,16 +97,16 @@ def _termination(campaign: RecordReader, best: RoundView | None) -> dict[str, An
     )
 
 
-def _applicability(campaign: RecordReader, best_commit: str) -> dict[str, Any]:
+def _applicability(campaign: RecordReader, best_commit: str) -> Applicability:
     files = campaign.change_files(campaign.state.base, best_commit)
-    return {
-        "diff": f"{campaign.state.base[:10]}..{best_commit[:10]}",
-        "files": sorted(path for path, (_, new) in files.items() if new is not None),
-        "added_lines": sum(added_lines(old, new) for old, new in files.values()),
-        "patterns": list(PATTERNS),
-        "findings": [f.to_dict() for f in scan_change(files)],
-        "training_step_measured": False,
-    }
+    return Applicability(
+        diff=f"{campaign.state.base[:10]}..{best_commit[:10]}",
+        files=tuple(sorted(path for path, (_, new) in files.items() if new is not None)),
+        added_lines=sum(added_lines(old, new) for old, new in files.values()),
+        patterns=tuple(PATTERNS),
+        findings=tuple(f.to_dict() for f in scan_change(files)),
+        training_step_measured=False,
+    )
 
 
 def _gate_audit(campaign: RecordReader) -> dict[str, Any] | None:
@@ -323,31 +331,31 @@ def _shape_blocks(data: CampaignReport) -> list[Block]:
 def _termination_blocks(data: CampaignReport) -> list[Block]:
     # A stop condition is reached or not: "FAIL" would call an unfinished campaign an error.
     t = data.termination
-    target = t["target"]
-    if target["target"] is None:
+    target = t.target
+    if target.target is None:
         target_line = f"{NOT_REACHED} performance target: none set in the manifest"
-    elif not target["checkable"]:
+    elif not target.checkable:
         target_line = (
-            f"{NOT_REACHED} performance target: {target['target']!r} is not numeric (check by hand)"
+            f"{NOT_REACHED} performance target: {target.target!r} is not numeric (check by hand)"
         )
     else:
-        mark = REACHED if target["reached"] else NOT_REACHED
+        mark = REACHED if target.reached else NOT_REACHED
         target_line = (
-            f"{mark} performance target {target['target']}: best aggregate "
-            f"{num(target['best_aggregate'])}"
+            f"{mark} performance target {target.target}: best aggregate "
+            f"{num(target.best_aggregate)}"
         )
-    it = t["max_iterations"]
+    it = t.max_iterations
     return [
         Heading(2, "Termination check"),
         Bullets(
             [
                 target_line,
-                _efficiency_line(t["hardware_efficiency"]),
-                f"{REACHED if it['reached'] else NOT_REACHED} max_iterations: {it['used']} of {it['max']} rounds used",
-                f"{REACHED if t['user_stop']['reached'] else NOT_REACHED} user stop: "
+                _efficiency_line(t.hardware_efficiency),
+                f"{REACHED if it.reached else NOT_REACHED} max_iterations: {it.used} of {it.max} rounds used",
+                f"{REACHED if t.user_stop.reached else NOT_REACHED} user stop: "
                 + (
                     "the campaign is marked finished"
-                    if t["user_stop"]["reached"]
+                    if t.user_stop.reached
                     else "the campaign is not finished"
                 ),
             ]
@@ -355,28 +363,28 @@ def _termination_blocks(data: CampaignReport) -> list[Block]:
     ]
 
 
-def _efficiency_line(e: dict[str, Any]) -> str:
-    if not e["measured"]:
+def _efficiency_line(e: EfficiencyCheck) -> str:
+    if not e.measured:
         return f"{NOT_REACHED} acceptable hardware efficiency: not measured (no device peaks known: set peaks: in the manifest)"
-    pcts = e["pct_of_peak"].values()
+    pcts = e.pct_of_peak.values()
     return (
         f"{NOT_REACHED} acceptable hardware efficiency: not judged (no efficiency target); the best line "
-        f"runs at {min(pcts):.1f}-{max(pcts):.1f}% of the {e['device']} peak"
+        f"runs at {min(pcts):.1f}-{max(pcts):.1f}% of the {e.device} peak"
     )
 
 
 def _applicability_blocks(data: CampaignReport) -> list[Block]:
     a = data.applicability
     checked = [
-        f"Training-shortcut check of the best line's change vs the campaign base (`{a['diff']}`: "
-        f"{len(a['files'])} file(s), {a['added_lines']} added lines; every round's change is "
+        f"Training-shortcut check of the best line's change vs the campaign base (`{a.diff}`: "
+        f"{len(a.files)} file(s), {a.added_lines} added lines; every round's change is "
         "checked at validate and accept, and a finding rolls it back) for: "
-        + ", ".join(a["patterns"]),
+        + ", ".join(a.patterns),
         "Not checked: a real training step (none recorded).",
     ]
     blocks: list[Block] = [Heading(2, "Real-training applicability"), Bullets(checked)]
-    if a["findings"]:
-        rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in a["findings"]]
+    if a.findings:
+        rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in a.findings]
         blocks += [
             Para(f"{NO} {len(rows)} finding(s):"),
             Table(["where", "pattern", "line", "why"], rows),

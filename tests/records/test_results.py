@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from kgit.records.results import OMITTED_WHEN_NONE, Result, is_result, json_keys, to_json
+from kgit.records.results import (
+    OMITTED_WHEN_NONE,
+    SPREAD,
+    Result,
+    is_result,
+    json_keys,
+    to_json,
+    view_only,
+)
 
 
 class Colour(enum.Enum):
@@ -71,3 +79,16 @@ def test_results_are_frozen_and_a_dict_is_not_one() -> None:
     assert not is_result({"names": ["c1"]})
     assert not is_result(Part("s64", 1.0))  # a part, not a command's result
     assert not is_result(Names)
+
+
+@dataclass(frozen=True, slots=True)
+class Shown(Result):
+    record: dict[str, object] = field(default_factory=dict, metadata=SPREAD)
+    count: int = 0
+    rows: tuple[object, ...] = view_only(())
+
+
+def test_a_spread_record_sits_beside_its_counts_and_view_only_data_is_never_printed() -> None:
+    shown = Shown({"commit": "c" * 40, "tried": 3}, count=2, rows=(object(),))
+    assert to_json(shown) == {"commit": "c" * 40, "tried": 3, "count": 2}
+    assert json_keys(Shown) == ["count"]
