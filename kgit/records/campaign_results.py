@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgit.records.results import Result
+from kgit.records.results import OMITTED_WHEN_NONE, Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,8 @@ class BaselineRecorded(Result):
     # ran inline; else the background audit's mark (kgit/engine/guards/audit_background.py).
     gate_audit: dict[str, Any] | None
     gate_audit_background: dict[str, Any] | None
-    phases: dict[str, float] = field(default_factory=dict)
+    # Seconds per phase of the command (kgit/progress.py), set by `kgit baseline` once it ended.
+    phases: dict[str, float] | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgit.records.notes import ShapeResult
-from kgit.records.results import Result
+from kgit.records.results import OMITTED_WHEN_NONE, Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +44,9 @@ class RoundVerdict(Result):
     validations: int | None
     mode: str | None
     tree: str | None
-    # Seconds per phase of the command (kgit/progress.py), set by the command once it ended.
-    phases: dict[str, float] = field(default_factory=dict)
+    # Seconds per phase of the command (kgit/progress.py), set by `kgit round validate` once it
+    # ended; absent from the verdict a worker's round line carries (it times no phases).
+    phases: dict[str, float] | None = field(default=None, metadata=OMITTED_WHEN_NONE)
 
 
 @dataclass(frozen=True, slots=True)
