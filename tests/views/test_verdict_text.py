@@ -41,3 +41,14 @@ def test_the_report_names_the_policy_in_its_own_words() -> None:
     assert "re-measured" in policy_named("seed").words(th)
     interleaved = policy_named("interleaved").words(th)
     assert "A/B pairs" in interleaved and "re-measured" not in interleaved
+
+
+def test_a_verdict_no_command_timed_carries_no_phases() -> None:
+    """A worker's round line carries validate's verdict, which had no `phases` key before the
+    typed results; `kgit round validate --json` sets it."""
+    from dataclasses import replace
+
+    from kgit.records.results import to_json
+
+    assert "phases" not in to_json(_result())
+    assert to_json(replace(_result(), phases={"gate": 1.0}))["phases"] == {"gate": 1.0}
