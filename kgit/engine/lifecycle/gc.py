@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.engine.measuring.trees import (
@@ -28,6 +27,7 @@ from kgit.engine.measuring.trees import (
     trees_root,
 )
 from kgit.gitdoor import Repo
+from kgit.records.upkeep_results import Collected, TreeInUse, TreesFolder
 
 
 @dataclass(frozen=True)
@@ -48,18 +48,18 @@ class Leftover:
         held = ((tree, holder_of(tree)) for tree in checkouts_in(self.folder, self.keep))
         return [(tree, pid) for tree, pid in held if pid is not None]
 
-    def to_dict(self, repo: Repo, size: int) -> dict[str, Any]:
-        return {
-            "path": str(self.folder.relative_to(repo.common_dir.parent)),
-            "campaign": self.campaign,
-            "reason": self.reason,
-            "trees": [tree.name for tree in self.trees()],
-            "in_use": [
-                {"tree": str(tree.relative_to(self.folder)), "pid": pid}
+    def shown(self, repo: Repo, size: int) -> TreesFolder:
+        return TreesFolder(
+            path=str(self.folder.relative_to(repo.common_dir.parent)),
+            campaign=self.campaign,
+            reason=self.reason,
+            trees=tuple(tree.name for tree in self.trees()),
+            in_use=tuple(
+                TreeInUse(tree=str(tree.relative_to(self.folder)), pid=pid)
                 for tree, pid in self.in_use()
-            ],
-            "mb": round(size / MB, 1),
-        }
+            ),
+            mb=round(size / MB, 1),
+        )
 
 
 def leftovers(repo: Repo) -> list[Leftover]:
@@ -84,28 +84,28 @@ def leftovers(repo: Repo) -> list[Leftover]:
     return found
 
 
-def collect(repo: Repo, *, dry_run: bool) -> dict[str, Any]:
+def collect(repo: Repo, *, dry_run: bool) -> Collected:
     """Remove the leftovers (with DRY_RUN, only say what would go); what went and what it freed."""
     listed_before, total_before = len(repo.worktree_paths()), disk_bytes(trees_root(repo))
     # Decided and removed under the lock: no finish, delete or reopen of a campaign meanwhile.
     with contextlib.nullcontext() if dry_run else repo.write_lock():
         found = leftovers(repo)
         sizes = [_freed_size(item) for item in found]
-        rows = [item.to_dict(repo, size) for item, size in zip(found, sizes, strict=True)]
+        rows = tuple(item.shown(repo, size) for item, size in zip(found, sizes, strict=True))
         freed = sum(sizes)
         if not dry_run:
             freed = sum(remove_trees(repo, i.folder, whole=i.whole, keep=i.keep) for i in found)
             repo.prune_worktrees()
-    trees = sum(len(row["trees"]) for row in rows)
-    return {
-        "dry_run": dry_run,
-        "leftovers": rows,
-        "trees": trees,
-        "freed_mb": round(freed / MB, 1),
-        "kept_mb": round((total_before - freed) / MB, 1),
-        "git_worktrees_before": listed_before,
-        "git_worktrees_after": listed_before - trees if dry_run else len(repo.worktree_paths()),
-    }
+    trees = sum(len(row.trees) for row in rows)
+    return Collected(
+        dry_run=dry_run,
+        leftovers=rows,
+        trees=trees,
+        freed_mb=round(freed / MB, 1),
+        kept_mb=round((total_before - freed) / MB, 1),
+        git_worktrees_before=listed_before,
+        git_worktrees_after=listed_before - trees if dry_run else len(repo.worktree_paths()),
+    )
 
 
 def _freed_size(item: Leftover) -> int:
