@@ -6,7 +6,7 @@ evidence is settled, and a round's judgement (kgit/judge/judgement.py: `judge`, 
 records, accept replays and finish reports) calls it once. The order of the checks over the
 evidence lives here: a FAIL first (Check is a hard gate), then evidence that holds no
 measurement, then the policy's rule, overridden by a rate past the device's peak. A policy
-brings its rule (kgit/engine/measuring/policy.py); `decide` never asks a policy's name.
+brings its rule (kgit/engine/measuring/policies/policy.py); `decide` never asks a policy's name.
 """
 
 from __future__ import annotations

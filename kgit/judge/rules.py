@@ -1,6 +1,6 @@
 """The shipped policies' decision rules, pure, over the evidence and the standard: the seed's over
 whole passes, the interleaved policy's over A/B pairs. A policy's module names its rule
-(kgit/engine/measuring/policy_seed.py, policy_interleaved.py); `decide` applies whichever it is
+(kgit/engine/measuring/policies/policy_seed.py, policy_interleaved.py); `decide` applies whichever it is
 given (kgit/judge/decision.py) and never asks which.
 """
 

@@ -190,7 +190,7 @@ def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
-# The environment of a measuring process is kgit's to build (kgit/engine/measuring/world.py): these
+# The environment of a measuring process is kgit's to build (kgit/engine/measuring/isolation/world.py): these
 # names are its own per-process settings, and these prefixes Python's start-up and bytecode, the
 # loader's preloads and kgit's protocol. A manifest's `env:` declares none of them.
 KGIT_OWN_ENV = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH",

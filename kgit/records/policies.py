@@ -1,5 +1,5 @@
 """The decision policies a manifest may name (`decision_policy`), each with the module of kgit's
-engine that implements it (the `Policy` protocol of kgit/engine/measuring/policy.py).
+engine that implements it (the `Policy` protocol of kgit/engine/measuring/policies/policy.py).
 
 This table is the one place where code spells a policy's name to tell policies apart: the
 manifest's schema reads its keys (kgit/records/manifest_checks.py) and its default, and the
@@ -10,8 +10,8 @@ the records sit below the engine (docs/architecture.md). A new policy is its mod
 from __future__ import annotations
 
 POLICIES: dict[str, str] = {
-    "seed": "kgit.engine.measuring.policy_seed",
-    "interleaved": "kgit.engine.measuring.policy_interleaved",
+    "seed": "kgit.engine.measuring.policies.policy_seed",
+    "interleaved": "kgit.engine.measuring.policies.policy_interleaved",
 }
 
 # The policy a manifest gets when it names none, and the one a manifest stored before that

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.policy import Policy, policy_named
+from kgit.engine.measuring.policies.policy import Policy, policy_named
 from kgit.engine.rounds.round import recorded_evidence
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
