@@ -23,22 +23,23 @@ from kgit.judge.verdict import (
     impossible_verdict,
 )
 from kgit.records.evidence import Evidence
-from kgit.records.manifest import Interleaved, Thresholds
+from kgit.records.manifest import Thresholds
 from kgit.records.notes import ROLLED_BACK
 
 
 @dataclass(frozen=True)
 class Standard:
     """What evidence is judged against: the reference's stored per-shape values on the evidence's
-    shapes (the seed's rule compares with them), the campaign's thresholds and interleaved
-    settings, the noise floors the baseline calibrated (the pairs' rule), and how the reasons
-    name the reference ("best"; kgit finish judges against the "baseline")."""
+    shapes, the campaign's thresholds, the noise floors the policy calibrated, how the reasons
+    name the reference ("best"; kgit finish judges against the "baseline"), and the policy's own
+    SETTINGS, which only its rule reads (None for a policy with none). It never says which
+    policy measured: a rule takes from it what it needs."""
 
     reference: dict[str, float]
     thresholds: Thresholds
-    interleaved: Interleaved
     floors: dict[str, float] = field(default_factory=dict)
     versus: str = "best"
+    settings: object = None
 
 
 @dataclass(frozen=True)

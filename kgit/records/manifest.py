@@ -109,6 +109,12 @@ class Manifest:
     def shape_labels(self) -> list[str]:
         return [shape["label"] for shape in self.target_shapes]
 
+    @property
+    def policy_settings(self) -> object:
+        """The decision policy's own settings: the manifest's section that bears its name
+        (`interleaved:`), or None for a policy that has none (kgit/records/policies.py)."""
+        return getattr(self, self.decision_policy, None)
+
     def shapes_for(self, labels: list[str]) -> list[dict[str, Any]]:
         wanted = set(labels)
         return [shape for shape in self.target_shapes if shape["label"] in wanted]

@@ -118,7 +118,7 @@ def test_a_recorded_verdict_is_the_judge_function_of_its_recorded_evidence(
     )
     manifest = campaign.manifest
     best = {label: baseline.values()[label] for label in evidence.labels}
-    standard = Standard(best, manifest.thresholds, manifest.interleaved, floors, "best")
+    standard = Standard(best, manifest.thresholds, floors, "best", manifest.policy_settings)
     verdict = decide(evidence, standard, rule).verdict
     assert (verdict.decision, verdict.cause, verdict.reasons) == (
         note.decision,

@@ -196,3 +196,13 @@ def test_the_default_policy_is_interleaved_and_a_named_seed_is_kept() -> None:
     assert manifest_from_stored(json.dumps(stored)).decision_policy == "seed"
     stored["decision_policy"] = None
     assert manifest_from_stored(json.dumps(stored)).decision_policy == "seed"
+
+
+def test_a_policys_settings_are_the_manifest_section_of_its_name() -> None:
+    """What a policy's rule reads besides the thresholds: its own section (`interleaved:`), found
+    by the policy's name; a policy with no section has none."""
+    from kgit.records.manifest import Interleaved
+
+    manifest = parse_manifest(VALID + "interleaved: {confidence: 0.95}\n")[0]
+    assert manifest.policy_settings == Interleaved(confidence=0.95)
+    assert parse_manifest(VALID + "decision_policy: seed\n")[0].policy_settings is None

@@ -97,9 +97,10 @@ def standard_for(
     floors: dict[str, float] | None = None,
 ) -> Standard:
     """What a validation of LABELS is judged against: the reference's stored VALUES on them,
-    the campaign's thresholds and settings, the policy's FLOORS; VERSUS names the reference."""
+    the campaign's thresholds and its policy's settings, the policy's FLOORS; VERSUS names the
+    reference."""
     reference = {label: values[label] for label in labels if label in values}
-    return Standard(reference, manifest.thresholds, manifest.interleaved, floors or {}, versus)
+    return Standard(reference, manifest.thresholds, floors or {}, versus, manifest.policy_settings)
 
 
 def ran_resident(baseline: RoundNote | None) -> bool:
