@@ -19,7 +19,7 @@ from kgit.records.manifest_schema import (
     USER_KEY_PREFIX,
 )
 from kgit.records.metrics import METRICS, metric_of
-from kgit.records.policies import POLICIES
+from kgit.records.policies import DEFAULT_POLICY, POLICIES
 
 
 def _key_path(path: Any) -> str:
@@ -36,15 +36,22 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
     # The policies a manifest may name are the table's rows as they are now.
     properties = {**SCHEMA["properties"], "decision_policy": {"enum": list(POLICIES)}}
     validator = jsonschema.Draft202012Validator({**SCHEMA, "properties": properties})
+    hints = {**HINTS, "decision_policy": _policy_hint()}
     problems = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
         if error.validator == "additionalProperties":
             continue  # named with a suggestion by _unknown_keys
         key = _key_path(error.absolute_path)
         top = str(error.absolute_path[0]) if error.absolute_path else ""
-        hint = HINTS.get(top)
+        hint = hints.get(top)
         problems.append(f"{key}: {error.message}" + (f" (expected {hint})" if hint else ""))
     return problems
+
+
+def _policy_hint() -> str:
+    """The policies a manifest may name, as the table lists them now."""
+    names = ", ".join(f"`{name}`" for name in POLICIES)
+    return f"one of {names}; the default is `{DEFAULT_POLICY}` (docs/verdict.md: how each decides)"
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
