@@ -18,7 +18,7 @@ from kgit.records.manifest_schema import (
     THRESHOLDS_SCHEMA,
     USER_KEY_PREFIX,
 )
-from kgit.records.metrics import METRICS, metric_of
+from kgit.records.metrics import METRICS, is_time_column, metric_of
 from kgit.records.policies import DEFAULT_POLICY, POLICIES
 
 
@@ -95,7 +95,13 @@ def _value_errors(data: dict[str, Any]) -> list[str]:
     metric = data.get("primary_metric")
     if isinstance(metric, str) and metric not in METRICS:
         near = _did_you_mean(metric, list(METRICS))
-        if near:  # a custom metric (any numeric CSV column) is allowed; a near miss is a typo
+        if is_time_column(metric):  # judged as higher is better, a slower kernel would win
+            problems.append(
+                f"primary_metric: {metric!r} is a time, where lower is better, and kgit reads "
+                "every metric as higher is better (name a rate: a TFLOPS or GB/s column, or a "
+                "column of your own whose larger values are better)"
+            )
+        elif near:  # a custom metric (any numeric CSV column) is allowed; a near miss is a typo
             problems.append(f"primary_metric: {metric!r} is not a metric kgit knows{near}")
     for index, shape in enumerate(_list(data.get("target_shapes"))):
         dtype = shape.get("dtype") if isinstance(shape, dict) else None
