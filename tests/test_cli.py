@@ -52,6 +52,26 @@ def test_the_cli_never_imports_torch_or_triton(campaign: Path, args: list[str]) 
     assert "HEAVY []" in result.stderr, result.stderr[-2000:]
 
 
+@pytest.mark.parametrize("args", [["--help"], ["status"], ["log"]])
+def test_the_read_path_imports_no_gate_audit_machinery(campaign: Path, args: list[str]) -> None:
+    """The mutation and reach machinery (regexes compiled at import) serves the gate audit only:
+    it cost the read path about 30 ms when a view of the audit's summary imported it. Rule 11's
+    scanners serve the verdicts and `kgit show`, not status or log."""
+    probe = (
+        "import sys, runpy; sys.argv = ['kgit', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('kgit', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('AUDIT', sorted(m for m in sys.modules if m.startswith(("
+        "'kgit.judge.mutant', 'kgit.judge.mutation', 'kgit.judge.reach', "
+        "'kgit.judge.audit_coverage', 'kgit.judge.rule11', 'kgit.judge.tampering'))), "
+        "file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *args], cwd=campaign, capture_output=True, text=True
+    )
+    assert "AUDIT []" in result.stderr, result.stderr[-2000:]
+
+
 def test_help_teaches_the_loop() -> None:
     text = run_kgit("--help").out
     for step in (

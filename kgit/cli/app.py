@@ -13,17 +13,20 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from kgit import __version__, progress
 from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
+from kgit.records.results import Result, is_result, to_json
 
 if TYPE_CHECKING:
     from kgit.engine.campaign import Campaign
     from kgit.engine.read_only import CampaignReader
     from kgit.gitdoor import Repo
+
+R = TypeVar("R", bound=Result)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -63,18 +66,29 @@ class Ctx:
         progress.start(self.quiet)
 
 
-def emit(data: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+def emit(result: R, as_json: bool, render: Callable[[R], str]) -> None:
+    """A command's RESULT, a typed result (kgit/records/results.py): RENDER's text, or under
+    --json the document `to_json` makes of it. Anything else, a plain dict included, is a
+    programming error: the JSON documents follow from the result types (docs/json.md)."""
+    if not is_result(result):
+        raise TypeError(
+            f"emit takes a typed result (a Result dataclass, kgit/records/results.py), not "
+            f"{type(result).__name__}"
+        )
     progress.stop()  # the result, not a live line, ends the command's output
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=jsonable))
+        click.echo(json.dumps(to_json(result), indent=2))
     else:
-        click.echo(render(data))
+        click.echo(render(result))
 
 
-def jsonable(value: Any) -> Any:
-    if hasattr(value, "__dataclass_fields__"):
-        return vars(value)
-    return str(value)
+def emit_line(result: R, as_json: bool, render: Callable[[R], str]) -> None:
+    """RESULT as `emit` says it, its JSON on one line: a command that reports as it goes
+    (`kgit worker --json`: one line per round, then the summary)."""
+    if not is_result(result):
+        raise TypeError(f"emit_line takes a typed result, not {type(result).__name__}")
+    progress.stop()
+    click.echo(json.dumps(to_json(result)) if as_json else render(result))
 
 
 json_option = click.option(

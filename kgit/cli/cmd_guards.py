@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import click
 
@@ -63,7 +64,7 @@ def trust(obj: Ctx, name: str | None, yes: bool, as_json: bool) -> None:
     data = trust_data(campaign)
     if not as_json:
         click.echo(render_trust(data))
-    if not data["trusted"]:
+    if not data.trusted:
         if not yes and not sys.stdin.isatty():
             raise UsageError(
                 f"kgit trust asks before it approves campaign {campaign.name}'s commands, and "
@@ -73,13 +74,12 @@ def trust(obj: Ctx, name: str | None, yes: bool, as_json: bool) -> None:
         if not yes and not click.confirm("run these commands in this repository?", err=True):
             raise KgitError("not trusted: nothing changed", hint="kgit status")
         record_trust(campaign)  # the manifest shown above, not one fetched meanwhile
-    done = {**data, "trusted": True, "was_trusted": data["trusted"]}
     emit(
-        done,
+        replace(data, trusted=True, was_trusted=data.trusted),
         as_json,
         lambda r: (
-            f"{'already trusted' if r['was_trusted'] else 'trusted'}: campaign "
-            f"{r['campaign']} ({r['config_key']} = {r['manifest_sha256'][:16]}...)"
+            f"{'already trusted' if r.was_trusted else 'trusted'}: campaign "
+            f"{r.campaign} ({r.config_key} = {r.manifest_sha256[:16]}...)"
         ),
     )
 
@@ -150,13 +150,14 @@ def gate_audit(
     manifest's gate_audit_mutants (0: off): at most two gate runs of wall time.
     """
     from kgit.engine.guards.audit import run_audit
-    from kgit.views.audit_text import audit_data, render_audit
+    from kgit.records.results import to_json
+    from kgit.views.audit_text import audit_shown, render_audit
 
     campaign = obj.campaign()
     wanted = count or campaign.manifest.gate_audit_mutants or 6
     audit = run_audit(
         campaign, obj.say, count=wanted, trigger="kgit gate audit", timeout_s=timeout_s
     )
-    emit(audit_data(audit), as_json, render_audit)
+    emit(audit_shown(audit), as_json, lambda shown: render_audit(to_json(shown)))
     if strict and audit.weak:
         sys.exit(1)  # the gate let a wrong kernel through: a refusal, facts already printed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,8 +121,8 @@ def init(
         result,
         as_json,
         lambda r: (
-            f"campaign {r['campaign']} created at {r['base'][:10]}; best line {r['best']}\n"
-            f"hooks installed: {', '.join(r['hooks'])}\nnext: kgit baseline"
+            f"campaign {r.campaign} created at {r.base[:10]}; best line {r.best}\n"
+            f"hooks installed: {', '.join(r.hooks)}\nnext: kgit baseline"
         ),
     )
 
@@ -190,16 +191,15 @@ def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
     obj.long_step()
     with progress.collecting() as phases:
         result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet, wait=wait_audit)
-    result["phases"] = phases.to_dict()
     obj.say(phases.line())
     emit(
-        result,
+        replace(result, phases=phases.to_dict()),
         as_json,
         lambda r: (
-            f"baseline recorded on {r['commit'][:10]}: {r['metric']} aggregate {r['aggregate']:.4g}\n"
-            f"representative shapes: {', '.join(r['representative_shapes'])}\n"
-            f"{audit_line(r['gate_audit'])}"
-            f"{background_line(r['gate_audit_background'])}"
+            f"baseline recorded on {r.commit[:10]}: {r.metric} aggregate {r.aggregate:.4g}\n"
+            f"representative shapes: {', '.join(r.representative_shapes)}\n"
+            f"{audit_line(r.gate_audit)}"
+            f"{background_line(r.gate_audit_background)}"
             'next: kgit round start "HYPOTHESIS"'
         ),
     )
@@ -332,7 +332,7 @@ def manifest_edit(obj: Ctx, manifest_file: Path | None, as_json: bool) -> None:
         edited = click.edit(shown, extension=".yaml", require_save=True)
         text, source = (edited if edited is not None else shown), "the edited manifest"
     result = edit_manifest(campaign, text, source)
-    for warning in result["warnings"]:
+    for warning in result.warnings:
         obj.say(f"warning: {warning}")
     emit(result, as_json, render_revision)
 
@@ -370,10 +370,10 @@ def campaign_delete(obj: Ctx, name: str, yes: bool, as_json: bool) -> None:
         result,
         as_json,
         lambda r: (
-            f"campaign {r['campaign']} deleted ({len(r['deleted_refs'])} refs"
-            + (f", {len(r['work_trees'])} work trees" if r["work_trees"] else "")
+            f"campaign {r.campaign} deleted ({len(r.deleted_refs)} refs"
+            + (f", {len(r.work_trees)} work trees" if r.work_trees else "")
             + ")"
-            + ("; HEAD detached where its branch was" if r["detached_head"] else "")
+            + ("; HEAD detached where its branch was" if r.detached_head else "")
         ),
     )
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -20,12 +20,13 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     """Where the campaign stands and what to do next."""
     from kgit.engine.campaign import list_campaigns
     from kgit.engine.status import status_data
+    from kgit.records.status_results import CampaignNames
     from kgit.views.status_log import render_status
 
     repo = obj.repo()
     if all_campaigns:
-        names = list_campaigns(repo)
-        emit(names, as_json, lambda n: "\n".join(n) or "no campaign")
+        names = CampaignNames(tuple(list_campaigns(repo)))
+        emit(names, as_json, lambda n: "\n".join(n.names) or "no campaign")
         return
     campaign = obj.campaign()
     data = status_data(campaign, repo.current_branch())
@@ -48,18 +49,14 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
     For each, the one command that repairs it. Exits 1 while problems remain, else 0.
     """
     from kgit.engine.lifecycle.doctor import diagnose, fix
+    from kgit.records.campaign_results import DoctorReport
     from kgit.views.doctor_text import render_doctor
 
     campaign = obj.campaign()
     found = diagnose(campaign)
     fixed = fix(campaign, found, obj.say) if apply_fixes else []
     left = diagnose(campaign.reload()) if fixed else found
-    data = {
-        "campaign": campaign.name,
-        "clean": not left,
-        "problems": [finding.to_dict() for finding in left],
-        "fixed": [finding.to_dict() for finding in fixed],
-    }
+    data = DoctorReport(campaign.name, not left, tuple(left), tuple(fixed))
     emit(data, as_json, render_doctor)
     if left:
         sys.exit(1)  # problems remain: a refusal, with the facts already printed
@@ -75,12 +72,13 @@ def log(obj: Ctx, as_json: bool, verbose: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
     from kgit.engine.lineage import lineage
     from kgit.engine.read_only import CampaignReader
+    from kgit.records.status_results import Lineage
     from kgit.views.status_log import quick_is_subset, render_log
 
     campaign = obj.campaign()
     subset = quick_is_subset(CampaignReader(campaign))
     emit(
-        lineage(campaign),
+        Lineage(tuple(lineage(campaign))),
         as_json,
         lambda rows: render_log(rows, quick_is_subset=subset, whole=verbose),
     )
@@ -115,16 +113,15 @@ def tips(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from kgit.engine.rounds.keep_tips import campaign_tips_ref, render_tip_line, tips_for
+    from kgit.records.review_results import Tips
 
     campaign = ctx.obj.campaign()
-    found = [tip.to_dict() for tip in tips_for(campaign)]
+    found = Tips(tuple(tips_for(campaign)))
 
-    def render(rows: list[dict[str, Any]]) -> str:
-        from kgit.records.tips import Tip
-
-        if not rows:
+    def render(shown: Tips) -> str:
+        if not shown.tips:
             return f"no tips yet for this target ({campaign_tips_ref(campaign)})"
-        return "\n".join(f"- {render_tip_line(Tip(**row))}" for row in rows)
+        return "\n".join(f"- {render_tip_line(tip)}" for tip in shown.tips)
 
     emit(found, as_json, render)
 
@@ -148,13 +145,14 @@ def tips_add(
 ) -> None:
     """Record a lesson for this campaign's GPU, op and backend."""
     from kgit.engine.rounds.keep_tips import add_tip, campaign_tips_ref
+    from kgit.records.review_results import TipRecorded
 
     campaign = obj.campaign()
     tip = add_tip(campaign, context_, signal, takeaway, applicability, round_number)
     emit(
-        tip.to_dict(),
+        TipRecorded(tip),
         as_json,
-        lambda t: f"tip recorded in {campaign_tips_ref(campaign)}: {t['takeaway']}",
+        lambda t: f"tip recorded in {campaign_tips_ref(campaign)}: {t.tip.takeaway}",
     )
 
 
@@ -198,24 +196,24 @@ def report(obj: Ctx, output: Path | None, fmt: str, plots_dir: Path | None, as_j
     import tempfile
 
     from kgit.engine.guards.audit_background import audit_progress
-    from kgit.views.campaign_report import plots_for, public, report_data, report_document
+    from kgit.views.campaign_report import plots_for, report_data, report_document
     from kgit.views.document import to_html, to_markdown
 
     campaign = obj.reader()
-    data = report_data(campaign)
-    data["gate_audit_background"] = audit_progress(obj.campaign())
+    data = replace(report_data(campaign), gate_audit_background=audit_progress(obj.campaign()))
     with tempfile.TemporaryDirectory(prefix="kgit-plots-") as tmp:
         folder = plots_dir or (Path(tmp) if fmt == "html" and not as_json else None)
         if folder is not None:
             try:
-                data["plots"] = [str(p) for p in plots_for(data, campaign, folder)]
+                plots = tuple(str(p) for p in plots_for(data, campaign, folder))
             except OSError as exc:
                 raise UsageError(
                     f"cannot write the plots into {folder}: {exc.strerror or exc}",
                     hint="--plots DIR: a new or existing folder you can write to",
                 ) from None
+            data = replace(data, plots=plots)
         if as_json:
-            emit(public(data), True, str)
+            emit(data, True, str)
             return
         doc = report_document(data)
         title = f"kgit report: {campaign.name}"
@@ -251,7 +249,7 @@ def export_cmd(obj: Ctx, folder: Path, as_json: bool) -> None:
     from kgit.views.folder_export import export_campaign
 
     result = export_campaign(obj.reader(), folder)
-    emit(result, as_json, lambda r: f"exported {r['rounds']} rounds to {r['folder']}")
+    emit(result, as_json, lambda r: f"exported {r.rounds} rounds to {r.folder}")
 
 
 @cli.command("import")
@@ -277,8 +275,8 @@ def import_cmd(obj: Ctx, folder: Path, name: str | None, as_json: bool) -> None:
         result,
         as_json,
         lambda r: (
-            f"campaign {r['campaign']} imported: {r['rounds']} rounds, best line {r['best']}\n"
-            f"next: git checkout {r['best'].removeprefix('refs/heads/')}; kgit log"
+            f"campaign {r.campaign} imported: {r.rounds} rounds, best line {r.best}\n"
+            f"next: git checkout {r.best.removeprefix('refs/heads/')}; kgit log"
         ),
     )
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import click
 
 from kgit import progress
-from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option, jsonable
+from kgit.cli.app import CONTEXT, Ctx, cli, emit, emit_line, json_option
 from kgit.views.commands import (
     render_accepted,
     render_rolled_back,
@@ -54,8 +53,8 @@ def round_start(
         result,
         as_json,
         lambda r: (
-            f"round-{r['round']} started on {r['branch'].removeprefix('refs/heads/')}\n"
-            f"next: change the kernel, {r['commit']}, kgit round validate"
+            f"round-{r.round} started on {r.branch.removeprefix('refs/heads/')}\n"
+            f"next: change the kernel, {r.commit}, kgit round validate"
         ),
     )
 
@@ -73,9 +72,8 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
     obj.long_step()
     with progress.collecting() as phases:
         result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
-    result["phases"] = phases.to_dict()
     obj.say(phases.line())
-    emit(result, as_json, render_verdict)
+    emit(replace(result, phases=phases.to_dict()), as_json, render_verdict)
 
 
 @round.command("accept", short_help="Fast-forward the best line to an accepted round.")
@@ -181,6 +179,7 @@ def worker(
     the summary.
     """
     from kgit.engine.rounds.worker import WorkerSetup, run_worker, taker
+    from kgit.records.worker_results import WorkerRound
 
     campaign = obj.campaign()
     default = f"device-{device}" if device is not None else "worker"
@@ -200,13 +199,8 @@ def worker(
     take = taker(obj.repo(), setup, queue, sys.stdin)
     obj.long_step()
 
-    def report(outcome: dict[str, Any]) -> None:
-        progress.stop()
-        if as_json:
-            click.echo(json.dumps({"event": "round", **outcome}, default=jsonable))
-        else:
-            click.echo(render_worker_round(outcome))
+    def report(outcome: WorkerRound) -> None:
+        emit_line(outcome, as_json, render_worker_round)
 
-    summary = {"event": "done", **run_worker(obj.repo(), setup, take, obj.say, report)}
-    progress.stop()
-    click.echo(json.dumps(summary) if as_json else render_worker_summary(summary))
+    summary = run_worker(obj.repo(), setup, take, obj.say, report)
+    emit_line(summary, as_json, render_worker_summary)

@@ -4,6 +4,7 @@ is kgit/views/status_log.py's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kgit.engine.bestline import best_line, restore_command
@@ -16,63 +17,64 @@ from kgit.engine.recovery import closed_round_checked_out, interrupted_close, st
 from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
 from kgit.records.gate_audit import GateAudit
 from kgit.records.names import parse_round_branch
-from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, ROLLED_BACK, OpenRound
+from kgit.records.notes import ACCEPT, ACCEPTING, KEPT, ROLLBACK, ROLLED_BACK, OpenRound
+from kgit.records.status_results import (
+    BestLine,
+    BestMoved,
+    CampaignStatus,
+    CampaignTarget,
+    LineageRow,
+    OpenRoundState,
+)
 
 
-def status_data(campaign: Campaign, branch: str | None) -> dict[str, Any]:
+def status_data(campaign: Campaign, branch: str | None) -> CampaignStatus:
     rows = lineage(campaign)
-    recorded = [row for row in rows if row["commit"]]
+    recorded = [row for row in rows if row.commit]
     best_tip = campaign.best_at_load or campaign.best_tip()
-    best_row = next((row for row in recorded if row["commit"] == best_tip), None)
-    statuses = [row["status"] for row in rows]
-    manifest = campaign.manifest
-    data: dict[str, Any] = {
-        "campaign": campaign.name,
-        "target": {
-            "op": manifest.target_op,
-            "backend": manifest.target_backend,
-            "gpu": manifest.target_gpu,
-            "metric": manifest.primary_metric,
-        },
-        "branch": branch,
-        "baselined": campaign.state.baselined,
-        "finished": campaign.state.finished,
-        "best": {
-            "ref": campaign.refs.best,
-            "commit": best_tip,
-            "round": best_row["round"] if best_row else None,
-            "aggregate": best_row["aggregate"] if best_row else None,
-            "vs_baseline": best_row["vs_baseline"] if best_row else None,
-        },
-        "baseline_aggregate": recorded[0]["aggregate"] if recorded else None,
-        "rounds_recorded": len(statuses),
-        "accepted": sum(status in ACCEPTING for status in statuses),
-        "rolled_back": statuses.count(ROLLED_BACK),
-        "next_round": campaign.state.next_round,
-        "max_iterations": manifest.max_iterations,
-        "representative_shapes": campaign.state.representative,
-        "open_round": _open_round(campaign, branch, recorded, best_tip),
+    best_row = next((row for row in recorded if row.commit == best_tip), None)
+    statuses = [row.status for row in rows]
+    manifest, metric = campaign.manifest, campaign.manifest.primary_metric
+    data = CampaignStatus(
+        campaign=campaign.name,
+        target=CampaignTarget(
+            manifest.target_op, manifest.target_backend, manifest.target_gpu, metric
+        ),
+        branch=branch,
+        baselined=campaign.state.baselined,
+        finished=campaign.state.finished,
+        best=_best(campaign, best_tip, best_row),
+        baseline_aggregate=recorded[0].aggregate if recorded else None,
+        rounds_recorded=len(statuses),
+        accepted=sum(status in ACCEPTING for status in statuses),
+        rolled_back=statuses.count(ROLLED_BACK),
+        next_round=campaign.state.next_round,
+        max_iterations=manifest.max_iterations,
+        representative_shapes=tuple(campaign.state.representative),
+        open_round=_open_round(campaign, branch, recorded, best_tip),
         # Every round in flight (several at once when each has its own work tree).
-        "rounds_in_flight": [found.number for found in campaign.state.open_rounds],
+        rounds_in_flight=tuple(found.number for found in campaign.state.open_rounds),
         **_stall(campaign, statuses),
         **_left_to_repair(campaign, branch, rows),
-        "best_moved": _best_moved(campaign, best_tip),
-    }
-    data["next_step"] = next_step(data)
-    return data
+        best_moved=_best_moved(campaign, best_tip, recorded),
+    )
+    return replace(data, next_step=next_step(data))
 
 
-def _best_moved(campaign: Campaign, best_tip: str) -> dict[str, Any] | None:
-    """Where the record puts the best line when something else moved it (None: where it is)."""
-    line = best_line(campaign, best_tip)
+def _best(campaign: Campaign, best_tip: str, row: LineageRow | None) -> BestLine:
+    if row is None:
+        return BestLine(campaign.refs.best, best_tip, None, None, None)
+    return BestLine(campaign.refs.best, best_tip, row.round, row.aggregate, row.vs_baseline)
+
+
+def _best_moved(campaign: Campaign, best_tip: str, recorded: list[LineageRow]) -> BestMoved | None:
+    """Where the record puts the best line when something else moved it (None: where it is),
+    from the RECORDED rows' accepted rounds."""
+    kept = {row.commit: row.round for row in recorded if row.commit and row.status in KEPT}
+    line = best_line(campaign, best_tip, kept)
     if not line.moved:
         return None
-    return {
-        "tip": line.tip,
-        "recorded": line.recorded,
-        "round": line.round,
-        "restore": restore_command(campaign, line),
-    }
+    return BestMoved(line.tip, line.recorded, line.round, restore_command(campaign, line))
 
 
 def _stall(campaign: Campaign, statuses: list[str]) -> dict[str, Any]:
@@ -87,22 +89,22 @@ def _stall(campaign: Campaign, statuses: list[str]) -> dict[str, Any]:
 
 
 def _left_to_repair(
-    campaign: Campaign, branch: str | None, rows: list[dict[str, Any]]
+    campaign: Campaign, branch: str | None, rows: list[LineageRow]
 ) -> dict[str, Any]:
     """What a killed command, a clone or someone else's hand left for the user to set right."""
     return {
         # A closed round's branch still checked out (a kill at the end of accept or rollback).
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
         # Round branches no open round owns (kgit doctor explains each).
-        "stray_branches": [b.short for b in stray_round_branches(campaign)],
+        "stray_branches": tuple(b.short for b in stray_round_branches(campaign)),
         # Unstaged edits the commit gate set aside and could not put back (a killed commit).
-        "saved_patches": saved_patches(campaign),
+        "saved_patches": tuple(saved_patches(campaign)),
         # Whether this repository approves the manifest's commands (kgit/engine/guards/trust.py).
         "trusted": trust_of(campaign).trusted,
         # Whether kgit's commit gate is installed in this clone (a clone gets no hooks).
         "gate_installed": not hooks_missing(campaign.repo),
         # Rounds whose note on the notes ref differs from what kgit recorded (kgit doctor).
-        "notes_changed": [row["round"] for row in rows if row.get("note")],
+        "notes_changed": tuple(row.round for row in rows if row.note),
         # The latest gate audit's counts and survivors (kgit gate audit), None before any.
         "gate_audit": _gate_audit(campaign),
         # The baseline's audit still running in the background, or interrupted (with the
@@ -112,8 +114,8 @@ def _left_to_repair(
 
 
 def _open_round(
-    campaign: Campaign, branch: str | None, recorded: list[dict[str, Any]], best_tip: str
-) -> dict[str, Any] | None:
+    campaign: Campaign, branch: str | None, recorded: list[LineageRow], best_tip: str
+) -> OpenRoundState | None:
     """This work tree's round (the one whose branch BRANCH is), else the oldest in flight: its
     commit, verdict and gate, and whether a kill interrupted its accept or rollback."""
     parsed = parse_round_branch(branch)
@@ -127,72 +129,75 @@ def _open_round(
     has_commit = tip is not None and tip != open_round.parent
     # The round's own verdict: with no commit yet the tip is the best line's commit, whose
     # row is an earlier round's.
-    row = next(
-        (r for r in recorded if r["commit"] == tip and r["round"] == open_round.number), None
-    )
+    row = next((r for r in recorded if r.commit == tip and r.round == open_round.number), None)
     gate = campaign.read_gate(campaign.repo.tree_of(tip)) if has_commit and tip else None
-    return {
-        "round": open_round.number,
-        "tip": tip,
-        "hypothesis": open_round.hypothesis,
-        "branch": campaign.refs.round_branch(open_round.number),
-        "has_commit": has_commit,
-        "branch_missing": tip is None,
-        "verdict": row["decision"] if row else None,
+    return OpenRoundState(
+        round=open_round.number,
+        tip=tip,
+        hypothesis=open_round.hypothesis,
+        branch=campaign.refs.round_branch(open_round.number),
+        has_commit=has_commit,
+        branch_missing=tip is None,
+        verdict=row.decision if row else None,
         # The commit gate's result on the tip's tree: None when never gated (--no-verify).
-        "gate": None if gate is None else ("passed" if gate.passed else "failed"),
+        gate=None if gate is None else ("passed" if gate.passed else "failed"),
         # "accept" or "rollback" when one was killed half-way (kgit/engine/recovery.py).
-        "interrupted": _interrupted(open_round, tip, best_tip, row),
-    }
+        interrupted=_interrupted(open_round, tip, best_tip, row),
+    )
 
 
 def _interrupted(
-    open_round: OpenRound, tip: str | None, best_tip: str, row: dict[str, Any] | None
+    open_round: OpenRound, tip: str | None, best_tip: str, row: LineageRow | None
 ) -> str | None:
     """What a kill interrupted; a best line at the round's commit is an interrupted accept only
     when the round's verdict accepts (else someone moved it there: `best_moved`)."""
-    ours = row if row and row["round"] == open_round.number else None
-    found = interrupted_close(open_round, tip, best_tip, ours["status"] if ours else None)
-    if found == ACCEPT and (ours is None or ours["decision"] not in ACCEPTING):
+    ours = row if row and row.round == open_round.number else None
+    found = interrupted_close(open_round, tip, best_tip, ours.status if ours else None)
+    if found == ACCEPT and (ours is None or ours.decision not in ACCEPTING):
         return None
     return found
 
 
-def next_step(data: dict[str, Any]) -> str:
-    if not data["trusted"] and not data["finished"]:
-        return f"kgit trust --campaign {data['campaign']}"
-    if not data.get("gate_installed", True) and not data["finished"]:
+def next_step(data: CampaignStatus) -> str:
+    if not data.trusted and not data.finished:
+        return f"kgit trust --campaign {data.campaign}"
+    if not data.gate_installed and not data.finished:
         return "kgit hooks install"
-    if not data["baselined"]:
+    if not data.baselined:
         return "kgit baseline"
-    if data["finished"]:
+    if data.finished:
         return "the campaign is finished: kgit log"
-    current = data["open_round"]
-    best = data["best"]["ref"].removeprefix("refs/heads/")
-    moved = data.get("best_moved")
-    if moved and current is not None and moved["tip"] == current.get("tip"):
+    current = data.open_round
+    best = data.best.ref.removeprefix("refs/heads/")
+    moved = data.best_moved
+    if moved and current is not None and moved.tip == current.tip:
         return 'kgit round rollback --reason "..."'  # it moves the best line back as well
     if moved:
-        return str(moved["restore"])
+        return moved.restore
     if current is None:
-        if data["closed_round_checked_out"] is not None:
+        if data.closed_round_checked_out is not None:
             return f"git checkout {best}"
         return 'kgit round start "HYPOTHESIS"'
-    if current["interrupted"] == ROLLBACK:
+    return _round_step(data, current)
+
+
+def _round_step(data: CampaignStatus, current: OpenRoundState) -> str:
+    """The next step of the open round CURRENT."""
+    if current.interrupted == ROLLBACK:
         return 'kgit round rollback --reason "..."'
-    if current["branch_missing"]:
+    if current.branch_missing:
         return "kgit doctor --fix"
-    if data["branch"] != current["branch"]:
-        return f"git checkout {current['branch'].removeprefix('refs/heads/')}"
-    if current["interrupted"] == ACCEPT and current["verdict"] in ACCEPTING:
+    if data.branch != current.branch:
+        return f"git checkout {current.branch.removeprefix('refs/heads/')}"
+    if current.interrupted == ACCEPT and current.verdict in ACCEPTING:
         return "kgit round accept"
-    if not current["has_commit"]:
+    if not current.has_commit:
         return "edit the kernel, then git commit (the hook gates it)"
-    if current["verdict"] is None and current.get("gate") == "failed":
+    if current.verdict is None and current.gate == "failed":
         return "fix the kernel and commit again (the correctness gate failed on this commit)"
-    if current["verdict"] is None:
+    if current.verdict is None:
         return "kgit round validate"
-    if current["verdict"] in ACCEPTING:
+    if current.verdict in ACCEPTING:
         return "kgit round accept"
     return 'kgit round rollback --reason "..."'
 

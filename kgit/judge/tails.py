@@ -14,11 +14,16 @@ What is read, and so what can be missed: integer constants named BLOCK*/TILE* (`
 
 from __future__ import annotations
 
+import itertools
+import json
+import math
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 DIMENSIONS = ("M", "N", "K")
+WARNING_WIDTH = 85  # what `kgit: WARNING: ` leaves of a 100-column terminal
 
 _BLOCK = re.compile(
     r"""(?:
@@ -85,14 +90,55 @@ def tail_warning(
         )
     if not reasons:
         return None
-    return (
-        "no target shape exercises a tail: "
-        + "; and ".join(reasons)
-        + ". Masked edges, the last partial block and a mean over the padded width are never "
-        "measured, so a bug there passes the harness; add a target shape with ragged "
-        "dimensions (e.g. M = 4097). Heuristic: block sizes are read from BLOCK*/TILE* integer "
-        "constants in kernel_source; sizes chosen at run time are not seen."
-    )
+    paragraphs = [
+        "no target shape exercises a tail: " + "; and ".join(reasons) + ".",
+        "Masked edges, the last partial block and a mean over the padded width are never "
+        "measured, so a bug there passes the harness. Add a target shape with ragged "
+        f"dimensions, the size of your smallest: {_ragged_shape(shapes, blocks, bool(padding))}",
+        "Heuristic: block sizes are read from BLOCK*/TILE* integer constants in kernel_source; "
+        "sizes chosen at run time are not seen.",
+    ]
+    return "\n".join(_wrap(text, "  " if index else "") for index, text in enumerate(paragraphs))
+
+
+def _wrap(text: str, indent: str) -> str:
+    """TEXT in lines that fit a terminal after `kgit: WARNING: `; a listed block
+    (`BLOCK_M = 64 at k.py:1`) or a suggested shape (`{label: ..., M: 127}`) is never split."""
+    kept = re.sub(r"\{[^}]*\}|\w+ = \d+ at \S+?(?=[,)])", lambda m: m[0].replace(" ", "\0"), text)
+    lines = textwrap.wrap(kept, WARNING_WIDTH, initial_indent=indent, subsequent_indent="  ",
+                          break_long_words=False, break_on_hyphens=False)  # fmt: skip
+    return "\n".join(lines).replace("\0", " ")
+
+
+def _ragged_shape(shapes: list[dict[str, Any]], blocks: list[BlockSize], padded: bool) -> str:
+    """The smallest target shape with each dimension a block tiles (every one, when the kernel
+    pads to a power of two) made ragged, as a manifest line: measuring it costs no more than a shape the
+    campaign measures already, on the interpreter's sizes as on a GPU's. A fixed size (M = 4097)
+    would take minutes per shape under the CPU's interpreter."""
+    smallest = min((s for s in shapes if _dims(s)), key=lambda s: math.prod(_dims(s).values()))
+    tiled = {block.dimension for block in blocks}
+    ragged = dict(smallest, label=f"{smallest['label']}-tail")
+    for name, value in _dims(smallest).items():
+        if padded or None in tiled or name in tiled:
+            tiles = [b.value for b in blocks if b.dimension in (None, name)]
+            ragged[name] = _ragged_size(value, tiles, padded)
+    return "{" + ", ".join(f"{key}: {_yaml(value)}" for key, value in ragged.items()) + "}"
+
+
+def _ragged_size(value: int, tiles: list[int], padded: bool) -> int:
+    """The largest size below VALUE (above it when none is) that is no multiple of a tile in
+    TILES and, where the kernel pads (PADDED), no power of two."""
+
+    def ragged(size: int) -> bool:
+        return all(size % tile for tile in tiles) and not (padded and size & (size - 1) == 0)
+
+    below = (size for size in range(value - 1, 1, -1) if ragged(size))
+    return next(below, None) or next(size for size in itertools.count(value + 1) if ragged(size))
+
+
+def _yaml(value: object) -> str:
+    text = str(value)
+    return text if re.fullmatch(r"[\w.+-]+", text) else json.dumps(text)
 
 
 def _has_tail(dims: dict[str, int], blocks: list[BlockSize]) -> bool:

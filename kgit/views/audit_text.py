@@ -7,25 +7,34 @@ from typing import Any
 
 from kgit.judge.audit_coverage import covered_words
 from kgit.records.gate_audit import SURVIVED, UNREACHED_WORDS, GateAudit
+from kgit.records.results import to_json
+from kgit.records.upkeep_results import GateAuditShown
 from kgit.views.document import FAIL_MARK, PASS_MARK, Block, Bullets, Heading, Para, Table
 from kgit.views.status_log import github_table
 
 OK, NO = PASS_MARK, FAIL_MARK  # words, coloured in HTML (kgit/views/document.py)
 
 
+def audit_shown(audit: GateAudit) -> GateAuditShown:
+    """`kgit gate audit --json`: the stored audit with its counts."""
+    return GateAuditShown(
+        audit=audit.to_dict(),
+        tried=audit.tried,
+        caught=audit.caught,
+        timed_out=audit.timed_out,
+        survived=len(audit.survivors),
+        unreached=len(audit.unreached),
+        equivalent=len(audit.equivalent),
+        weak=audit.weak,
+        drawn=audit.drawn,
+    )
+
+
 def audit_data(audit: GateAudit) -> dict[str, Any]:
-    """The --json output: the stored audit with its counts."""
-    counts = {
-        "tried": audit.tried,
-        "caught": audit.caught,
-        "timed_out": audit.timed_out,
-        "survived": len(audit.survivors),
-        "unreached": len(audit.unreached),
-        "equivalent": len(audit.equivalent),
-        "weak": audit.weak,
-        "drawn": audit.drawn,
-    }
-    return {**audit.to_dict(), **counts}
+    """The stored audit with its counts, as JSON data: what the text below and the report's
+    section read (the same document `kgit gate audit --json` prints)."""
+    data: dict[str, Any] = to_json(audit_shown(audit))
+    return data
 
 
 def _rows(data: dict[str, Any]) -> list[list[str]]:

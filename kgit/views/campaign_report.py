@@ -6,6 +6,7 @@ renders to Markdown or to a self-contained HTML page.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,14 @@ from kgit.judge.termination import termination
 from kgit.records.gate_audit import GateAudit
 from kgit.records.notes import ROLLED_BACK
 from kgit.records.reader import RecordReader
+from kgit.records.report_results import (
+    Applicability,
+    CampaignReport,
+    EfficiencyCheck,
+    ReportBest,
+    RolledBack,
+    Termination,
+)
 from kgit.views.audit_text import audit_data, audit_words
 from kgit.views.audit_text import report_blocks as gate_audit_blocks
 from kgit.views.document import (
@@ -68,15 +77,16 @@ def _target(campaign: RecordReader) -> dict[str, Any]:
     }
 
 
-def _efficiency(campaign: RecordReader, best: RoundView | None) -> dict[str, Any]:
+def _efficiency(campaign: RecordReader, best: RoundView | None) -> EfficiencyCheck:
     """Rule 10's "acceptable hardware efficiency", measured as each shape's % of the device's
     peak where the peaks are known (kgit/judge/termination.py never calls it reached)."""
     pcts = {k: v for k, v in (peak_pcts(campaign, best) if best else {}).items() if v is not None}
     floor = campaign_floor(campaign.manifest, campaign.state)
-    return {"measured": bool(pcts), "device": floor.device if floor else None, "pct_of_peak": pcts}
+    device = floor.device if floor else None
+    return EfficiencyCheck(measured=bool(pcts), device=device, pct_of_peak=pcts)
 
 
-def _termination(campaign: RecordReader, best: RoundView | None) -> dict[str, Any]:
+def _termination(campaign: RecordReader, best: RoundView | None) -> Termination:
     return termination(
         target=campaign.manifest.performance_target,
         best_aggregate=best.note.aggregate if best is not None and best.note is not None else None,
@@ -87,16 +97,16 @@ def _termination(campaign: RecordReader, best: RoundView | None) -> dict[str, An
     )
 
 
-def _applicability(campaign: RecordReader, best_commit: str) -> dict[str, Any]:
+def _applicability(campaign: RecordReader, best_commit: str) -> Applicability:
     files = campaign.change_files(campaign.state.base, best_commit)
-    return {
-        "diff": f"{campaign.state.base[:10]}..{best_commit[:10]}",
-        "files": sorted(path for path, (_, new) in files.items() if new is not None),
-        "added_lines": sum(added_lines(old, new) for old, new in files.values()),
-        "patterns": list(PATTERNS),
-        "findings": [f.to_dict() for f in scan_change(files)],
-        "training_step_measured": False,
-    }
+    return Applicability(
+        diff=f"{campaign.state.base[:10]}..{best_commit[:10]}",
+        files=tuple(sorted(path for path, (_, new) in files.items() if new is not None)),
+        added_lines=sum(added_lines(old, new) for old, new in files.values()),
+        patterns=tuple(PATTERNS),
+        findings=tuple(f.to_dict() for f in scan_change(files)),
+        training_step_measured=False,
+    )
 
 
 def _gate_audit(campaign: RecordReader) -> dict[str, Any] | None:
@@ -104,65 +114,59 @@ def _gate_audit(campaign: RecordReader) -> dict[str, Any] | None:
     return audit_data(GateAudit.from_dict(stored)) if stored else None
 
 
-def report_data(campaign: RecordReader, plots: list[Path] | None = None) -> dict[str, Any]:
+def _best(
+    best: RoundView | None, commit: str, vs_baseline: dict[str, Any] | None, pct: float | None
+) -> ReportBest:
+    if best is None:
+        return ReportBest(None, commit, None, None, vs_baseline, pct)
+    aggregate = best.note.aggregate if best.note else None
+    return ReportBest(best.number, commit, best.hypothesis, aggregate, vs_baseline, pct)
+
+
+def report_data(campaign: RecordReader) -> CampaignReport:
     views = load_rounds(campaign)
     metric = campaign.manifest.primary_metric
     best_commit = campaign.best_commit()
     best = next((v for v in views if v.commit == best_commit), None)
     baseline = next((v for v in views if v.is_baseline), None)
-    base_agg = baseline.note.aggregate if baseline and baseline.note else None
-    best_agg = best.note.aggregate if best and best.note else None
     figures = figures_of(views)
     best_vs = figures.vs_baseline(best.note) if best and best.note else None
     shape_rows = best_vs_baseline(views, best_commit)
     best_pcts = peak_pcts(campaign, best) if best else {}
     for row in shape_rows:
         row["best_pct_of_peak"] = best_pcts.get(row["shape"]) if row["best"] is not None else None
-    return {
-        "campaign": campaign.name,
-        "target": _target(campaign),
-        "baseline": summary_data(baseline, figures, peak_pcts(campaign, baseline))
+    return CampaignReport(
+        campaign=campaign.name,
+        target=_target(campaign),
+        baseline=summary_data(baseline, figures, peak_pcts(campaign, baseline))
         if baseline
         else None,
-        "rounds": [
+        rounds=tuple(
             summary_data(v, figures, peak_pcts(campaign, v)) for v in views if not v.is_baseline
-        ],
-        "best": {
-            "round": best.number if best else None,
-            "commit": best_commit,
-            "hypothesis": best.hypothesis if best else None,
-            "aggregate": best_agg,
-            "vs_baseline": figure_dict(best_vs),
-            "vs_baseline_pct": best_vs.pct if best_vs else None,
-        },
-        "did_not_work": [
-            {"round": v.number, "hypothesis": v.hypothesis, "reason": v.rollback_reason}
+        ),
+        best=_best(best, best_commit, figure_dict(best_vs), best_vs.pct if best_vs else None),
+        did_not_work=tuple(
+            RolledBack(v.number, v.hypothesis, v.rollback_reason)
             for v in views
             if v.status == ROLLED_BACK
-        ],
-        "memory_bound": memory_bound(metric),
-        "trend": trend_rows(views, metric),
-        "rule9": rule9(views, metric, campaign.best_line()),
-        "best_vs_baseline": shape_rows,
-        "termination": _termination(campaign, best),
-        "applicability": _applicability(campaign, best_commit),
-        "gate_audit": _gate_audit(campaign),
-        "plots": [str(p) for p in plots or []],
-        "_views": views,  # for the plots; dropped from the JSON
-        "_policy_words": campaign.policy_words(),
-        "_baseline_full_aggregate": base_agg,
-    }
-
-
-def public(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if not k.startswith("_")}
+        ),
+        memory_bound=memory_bound(metric),
+        trend=tuple(trend_rows(views, metric)),
+        rule9=rule9(views, metric, campaign.best_line()),
+        best_vs_baseline=tuple(shape_rows),
+        termination=_termination(campaign, best),
+        applicability=_applicability(campaign, best_commit),
+        gate_audit=_gate_audit(campaign),
+        views=tuple(views),
+        policy_words=campaign.policy_words(),
+    )
 
 
 # -- the document ----------------------------------------------------------------------------
 
 
-def _target_blocks(data: dict[str, Any]) -> list[Block]:
-    t = data["target"]
+def _target_blocks(data: CampaignReport) -> list[Block]:
+    t = data.target
     shapes = ", ".join(
         s["label"] + (f" ({s['M']}×{s['N']}×{s['K']})" if {"M", "N", "K"} <= set(s) else "")
         for s in t["shapes"]
@@ -175,7 +179,7 @@ def _target_blocks(data: dict[str, Any]) -> list[Block]:
                 + (f" ({t['lang']})" if t["lang"] else "")
                 + f", GPU: {t['gpu'] or 'not recorded'}, {t['execution_mode']}",
                 f"Primary metric: **{t['metric']}** (geomean over PASS shapes)",
-                f"Decision policy: `{t['policy']}` ({data['_policy_words']})",
+                f"Decision policy: `{t['policy']}` ({data.policy_words})",
                 f"Target shapes ({len(t['shapes'])}): {shapes}",
                 "Representative (quick) shapes: " + (", ".join(t["representative_shapes"]) or "-"),
                 "Kernel source: " + (", ".join(f"`{p}`" for p in t["kernel_source"]) or "-"),
@@ -187,8 +191,8 @@ def _target_blocks(data: dict[str, Any]) -> list[Block]:
     ]
 
 
-def _baseline_blocks(data: dict[str, Any]) -> list[Block]:
-    base = data["baseline"]
+def _baseline_blocks(data: CampaignReport) -> list[Block]:
+    base = data.baseline
     if base is None:
         return [Heading(2, "Baseline"), Para("No baseline recorded.")]
     with_peak = any(s["pct_of_peak"] is not None for s in base["shapes"])
@@ -202,33 +206,33 @@ def _baseline_blocks(data: dict[str, Any]) -> list[Block]:
         ]
         for s in base["shapes"]
     ]
-    headers = ["shape", "check", data["target"]["metric"], *(["% of peak"] if with_peak else [])]
+    headers = ["shape", "check", data.target["metric"], *(["% of peak"] if with_peak else [])]
     return [
         Heading(2, "Baseline (round-1)"),
         Para(
             f"Commit `{(base['commit'] or '')[:10]}`, full validation: aggregate "
-            f"**{num(base['aggregate'])}** {data['target']['metric']}."
+            f"**{num(base['aggregate'])}** {data.target['metric']}."
         ),
         Table([*headers, "SNR (dB)"], rows),
     ]
 
 
-def _best_blocks(data: dict[str, Any]) -> list[Block]:
-    best = data["best"]
-    if best["round"] is None:
-        text = f"The best line is at `{best['commit'][:10]}`, which holds no round record."
-    elif best["round"] == 1:
+def _best_blocks(data: CampaignReport) -> list[Block]:
+    best = data.best
+    if best.round is None:
+        text = f"The best line is at `{best.commit[:10]}`, which holds no round record."
+    elif best.round == 1:
         text = "The best line is still the baseline: no round was accepted."
     else:
         text = (
-            f"round-{best['round']} (`{best['commit'][:10]}`): {best['hypothesis']} — "
-            f"{change(best['vs_baseline'])} vs baseline; first pass "
-            f"**{num(best['aggregate'])}** on its shapes."
+            f"round-{best.round} (`{best.commit[:10]}`): {best.hypothesis} — "
+            f"{change(best.vs_baseline)} vs baseline; first pass "
+            f"**{num(best.aggregate)}** on its shapes."
         )
     blocks: list[Block] = [Heading(2, "Current best"), Para(text)]
     failed = [
-        f"round-{r['round']}: {r['hypothesis']} — {r['reason'] or 'no reason recorded'}"
-        for r in data["did_not_work"]
+        f"round-{r.round}: {r.hypothesis} — {r.reason or 'no reason recorded'}"
+        for r in data.did_not_work
     ]
     blocks += [
         Heading(2, "Directions that did not work"),
@@ -237,14 +241,17 @@ def _best_blocks(data: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def trend_blocks(data: dict[str, Any]) -> list[Block]:
-    """The trend table and the rule-9 line; DATA needs target.metric, memory_bound, trend, rule9."""
-    layout = TrendLayout.for_metric(data["target"]["metric"])
+def trend_blocks(
+    metric: str, bound: bool, trend: Sequence[dict[str, Any]], rule: dict[str, Any]
+) -> list[Block]:
+    """The trend table (its rows: kgit/views/trend.py) and the rule-9 line (RULE); BOUND: the
+    campaign is memory-bound."""
+    layout = TrendLayout.for_metric(metric)
     blocks: list[Block] = [Heading(2, "Performance trend")]
-    if data["memory_bound"]:
+    if bound:
         blocks.append(
             Para(
-                f"Memory-bound campaign ({data['target']['metric']}): the trend uses the GB/s "
+                f"Memory-bound campaign ({metric}): the trend uses the GB/s "
                 "columns instead of TFLOPS, and the primary metric where the GEMM table has "
                 "Combined Step TFLOPS."
             )
@@ -265,10 +272,9 @@ def trend_blocks(data: dict[str, Any]) -> list[Block]:
             vs_baseline_cell(r) or "-",
             r["key_finding"] or "-",
         ]
-        for r in data["trend"]
+        for r in trend
     ]
     blocks.append(Table(layout.headers, rows))
-    rule = data["rule9"]
     if rule["ok"]:
         text = (
             f"{OK} {rule['value']} never decreased by more than {rule['noise_pct']:g}% along "
@@ -291,8 +297,8 @@ def trend_blocks(data: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def _shape_blocks(data: dict[str, Any]) -> list[Block]:
-    with_peak = any(r["best_pct_of_peak"] is not None for r in data["best_vs_baseline"])
+def _shape_blocks(data: CampaignReport) -> list[Block]:
+    with_peak = any(r["best_pct_of_peak"] is not None for r in data.best_vs_baseline)
     rows = [
         [
             r["shape"],
@@ -302,9 +308,9 @@ def _shape_blocks(data: dict[str, Any]) -> list[Block]:
             change(r["vs_baseline"]),
             *([percent(r["best_pct_of_peak"])] if with_peak else []),
         ]
-        for r in data["best_vs_baseline"]
+        for r in data.best_vs_baseline
     ]
-    metric = data["target"]["metric"]
+    metric = data.target["metric"]
     headers = [
         "shape",
         f"baseline {metric}, first pass",
@@ -322,34 +328,34 @@ def _shape_blocks(data: dict[str, Any]) -> list[Block]:
     ]
 
 
-def _termination_blocks(data: dict[str, Any]) -> list[Block]:
+def _termination_blocks(data: CampaignReport) -> list[Block]:
     # A stop condition is reached or not: "FAIL" would call an unfinished campaign an error.
-    t = data["termination"]
-    target = t["target"]
-    if target["target"] is None:
+    t = data.termination
+    target = t.target
+    if target.target is None:
         target_line = f"{NOT_REACHED} performance target: none set in the manifest"
-    elif not target["checkable"]:
+    elif not target.checkable:
         target_line = (
-            f"{NOT_REACHED} performance target: {target['target']!r} is not numeric (check by hand)"
+            f"{NOT_REACHED} performance target: {target.target!r} is not numeric (check by hand)"
         )
     else:
-        mark = REACHED if target["reached"] else NOT_REACHED
+        mark = REACHED if target.reached else NOT_REACHED
         target_line = (
-            f"{mark} performance target {target['target']}: best aggregate "
-            f"{num(target['best_aggregate'])}"
+            f"{mark} performance target {target.target}: best aggregate "
+            f"{num(target.best_aggregate)}"
         )
-    it = t["max_iterations"]
+    it = t.max_iterations
     return [
         Heading(2, "Termination check"),
         Bullets(
             [
                 target_line,
-                _efficiency_line(t["hardware_efficiency"]),
-                f"{REACHED if it['reached'] else NOT_REACHED} max_iterations: {it['used']} of {it['max']} rounds used",
-                f"{REACHED if t['user_stop']['reached'] else NOT_REACHED} user stop: "
+                _efficiency_line(t.hardware_efficiency),
+                f"{REACHED if it.reached else NOT_REACHED} max_iterations: {it.used} of {it.max} rounds used",
+                f"{REACHED if t.user_stop.reached else NOT_REACHED} user stop: "
                 + (
                     "the campaign is marked finished"
-                    if t["user_stop"]["reached"]
+                    if t.user_stop.reached
                     else "the campaign is not finished"
                 ),
             ]
@@ -357,28 +363,28 @@ def _termination_blocks(data: dict[str, Any]) -> list[Block]:
     ]
 
 
-def _efficiency_line(e: dict[str, Any]) -> str:
-    if not e["measured"]:
+def _efficiency_line(e: EfficiencyCheck) -> str:
+    if not e.measured:
         return f"{NOT_REACHED} acceptable hardware efficiency: not measured (no device peaks known: set peaks: in the manifest)"
-    pcts = e["pct_of_peak"].values()
+    pcts = e.pct_of_peak.values()
     return (
         f"{NOT_REACHED} acceptable hardware efficiency: not judged (no efficiency target); the best line "
-        f"runs at {min(pcts):.1f}-{max(pcts):.1f}% of the {e['device']} peak"
+        f"runs at {min(pcts):.1f}-{max(pcts):.1f}% of the {e.device} peak"
     )
 
 
-def _applicability_blocks(data: dict[str, Any]) -> list[Block]:
-    a = data["applicability"]
+def _applicability_blocks(data: CampaignReport) -> list[Block]:
+    a = data.applicability
     checked = [
-        f"Training-shortcut check of the best line's change vs the campaign base (`{a['diff']}`: "
-        f"{len(a['files'])} file(s), {a['added_lines']} added lines; every round's change is "
+        f"Training-shortcut check of the best line's change vs the campaign base (`{a.diff}`: "
+        f"{len(a.files)} file(s), {a.added_lines} added lines; every round's change is "
         "checked at validate and accept, and a finding rolls it back) for: "
-        + ", ".join(a["patterns"]),
+        + ", ".join(a.patterns),
         "Not checked: a real training step (none recorded).",
     ]
     blocks: list[Block] = [Heading(2, "Real-training applicability"), Bullets(checked)]
-    if a["findings"]:
-        rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in a["findings"]]
+    if a.findings:
+        rows = [[f["where"], f["pattern"], f"`{f['text']}`", f["why"]] for f in a.findings]
         blocks += [
             Para(f"{NO} {len(rows)} finding(s):"),
             Table(["where", "pattern", "line", "why"], rows),
@@ -388,10 +394,10 @@ def _applicability_blocks(data: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def report_document(data: dict[str, Any]) -> Document:
-    t = data["target"]
+def report_document(data: CampaignReport) -> Document:
+    t = data.target
     doc = Document()
-    doc.add(Heading(1, f"kgit report: {data['campaign']}"))
+    doc.add(Heading(1, f"kgit report: {data.campaign}"))
     doc.add(
         Para(
             f"{t['op']} on {t['backend']}, {t['gpu'] or 'GPU not recorded'}; metric {t['metric']}."
@@ -399,20 +405,24 @@ def report_document(data: dict[str, Any]) -> Document:
     )
     doc.add(*_target_blocks(data), *_baseline_blocks(data))
     doc.add(Heading(2, "Rounds"))
-    for summary in data["rounds"]:
+    for summary in data.rounds:
         doc.add(*summary_blocks(summary, level=3))
-    doc.add(*_best_blocks(data), *trend_blocks(data), *_shape_blocks(data))
+    doc.add(
+        *_best_blocks(data),
+        *trend_blocks(data.target["metric"], data.memory_bound, data.trend, data.rule9),
+        *_shape_blocks(data),
+    )
     doc.add(*_termination_blocks(data), *_applicability_blocks(data))
-    doc.add(*gate_audit_blocks(data["gate_audit"], data["best"]["commit"]))
-    if data.get("gate_audit_background"):
-        doc.add(Para(audit_words(data["gate_audit_background"])))
-    if data["plots"]:
+    doc.add(*gate_audit_blocks(data.gate_audit, data.best.commit))
+    if data.gate_audit_background:
+        doc.add(Para(audit_words(data.gate_audit_background)))
+    if data.plots:
         doc.add(Heading(2, "Plots"))
-        doc.add(*(Image(Path(p).stem.replace("_", " "), Path(p)) for p in data["plots"]))
+        doc.add(*(Image(Path(p).stem.replace("_", " "), Path(p)) for p in data.plots))
     return doc
 
 
-def plots_for(data: dict[str, Any], campaign: RecordReader, folder: Path) -> list[Path]:
+def plots_for(data: CampaignReport, campaign: RecordReader, folder: Path) -> list[Path]:
     from kgit.views.plots import write_plots
 
     labels = [
@@ -420,9 +430,9 @@ def plots_for(data: dict[str, Any], campaign: RecordReader, folder: Path) -> lis
     ]
     return write_plots(
         folder,
-        data["_views"],
+        list(data.views),
         campaign.manifest.primary_metric,
         labels,
-        data["best_vs_baseline"],
+        list(data.best_vs_baseline),
         campaign.best_line(),
     )

@@ -11,73 +11,82 @@ from kgit.views.numbers import change, num, percent, signed
 from kgit.views.status_log import github_table
 
 if TYPE_CHECKING:
+    from kgit.records.final_results import CampaignFinished, FinalFacts
     from kgit.records.reader import RecordReader
 
 
-def _gain(data: dict[str, Any], key: str = "gain_pct") -> str:
+def _gain(vs_baseline: dict[str, Any] | None, pct: float | None) -> str:
     """The change finish measured, spelled as every view spells a change (kgit/views/numbers.py);
-    a finish recorded before `vs_baseline` has its bare percentage."""
-    found = data.get("vs_baseline")
-    return change(found) if found else signed(data[key])
+    a change without its figure has its bare percentage."""
+    return change(vs_baseline) if vs_baseline else signed(pct)
 
 
-def render_final_report(data: dict[str, Any]) -> str:
-    target = data["target"]
+def render_final_report(data: FinalFacts) -> str:
+    target = data.target
     lines = [
-        f"# kgit campaign {data['campaign']}: final acceptance",
+        f"# kgit campaign {data.campaign}: final acceptance",
         "",
-        f"{target['op']} on {target['backend']}"
-        + (f", {target['gpu']}" if target["gpu"] else "")
-        + f"; metric {target['metric']}.",
+        f"{target.op} on {target.backend}"
+        + (f", {target.gpu}" if target.gpu else "")
+        + f"; metric {target.metric}.",
         "",
-        f"**Result:** {num(data['aggregate'])} vs baseline {num(data['baseline_aggregate'])}"
-        f" ({_gain(data)}), full validation on {len(data['shapes'])} shape(s).",
+        f"**Result:** {num(data.aggregate)} vs baseline {num(data.baseline_aggregate)}"
+        f" ({_gain(data.vs_baseline, data.gain_pct)}), full validation on {len(data.shapes)} "
+        "shape(s).",
         "",
     ]
-    if data["shapes"]:
-        with_peak = any(s.get("pct_of_peak") is not None for s in data["shapes"])
+    if data.shapes:
+        with_peak = any(s.get("pct_of_peak") is not None for s in data.shapes)
         rows = [
-            [s["label"], num(s["baseline"]), num(s["final"]), _gain(s, "delta_pct")]
+            [
+                s["label"],
+                num(s["baseline"]),
+                num(s["final"]),
+                _gain(s.get("vs_baseline"), s["delta_pct"]),
+            ]
             + ([percent(s.get("pct_of_peak"))] if with_peak else [])
-            for s in data["shapes"]
+            for s in data.shapes
         ]
         headers = ["shape", "baseline", "final", "delta"] + (["% of peak"] if with_peak else [])
         lines += [github_table(headers, rows), ""]
     lines += ["## Accepted rounds", ""]
-    lines += [f"- round-{r['round']} {r['status']}: {r['hypothesis']}" for r in data["accepted"]]
-    lines += ["- none: the best line is the baseline"] if not data["accepted"] else []
+    lines += [f"- round-{r.round} {r.status}: {r.hypothesis}" for r in data.accepted]
+    lines += ["- none: the best line is the baseline"] if not data.accepted else []
     lines += ["", "## Directions that did not work", ""]
     lines += [
-        f"- round-{r['round']}: {r['hypothesis']}" + (f" ({r['why']})" if r["why"] else "")
-        for r in data["did_not_work"]
+        f"- round-{r.round}: {r.hypothesis}" + (f" ({r.why})" if r.why else "")
+        for r in data.did_not_work
     ] or ["- none"]
-    if data["lessons"]:
+    if data.lessons:
         lines += ["", "## Lessons recorded (kgit tips)", ""]
         lines += [
             f"- {t['takeaway']} (signal: {t['signal']}; applies: {t['applicability']})"
-            for t in data["lessons"]
+            for t in data.lessons
         ]
-    suite = data["suite"]
-    lines += [
+    return "\n".join(lines + _acceptance_lines(data)) + "\n"
+
+
+def _acceptance_lines(data: FinalFacts) -> list[str]:
+    outside = data.allowed_outside_kernel_source
+    return [
         "",
         "## Acceptance",
         "",
-        f"- {data['independent_of_notes']}",
-        f"- test suite `{suite['command']}`: {'passed' if suite['passed'] else 'FAILED'}",
-        f"- full validation: {'; '.join(data['verdict']) or '-'}",
-        f"- diff against the campaign base: {len(data['changed'])} file(s)"
+        f"- {data.independent_of_notes}",
+        f"- test suite `{data.suite.command}`: {'passed' if data.suite.passed else 'FAILED'}",
+        f"- full validation: {'; '.join(data.verdict) or '-'}",
+        f"- diff against the campaign base: {len(data.changed)} file(s)"
         + (
-            f"; outside kernel_source, allowed: {', '.join(data['allowed_outside_kernel_source'])}"
-            if data["allowed_outside_kernel_source"]
+            f"; outside kernel_source, allowed: {', '.join(outside)}"
+            if outside
             else ", all in kernel_source"
         ),
-        f"- branch to merge: `{data['final_branch'].removeprefix('refs/heads/')}` "
-        f"({len(data['final_rounds'])} commit(s), one per accepted round)",
+        f"- branch to merge: `{data.final_branch.removeprefix('refs/heads/')}` "
+        f"({len(data.final_rounds)} commit(s), one per accepted round)",
     ]
-    return "\n".join(lines) + "\n"
 
 
-def render_final_note(campaign: RecordReader, data: dict[str, Any]) -> str:
+def render_final_note(campaign: RecordReader, data: FinalFacts) -> str:
     """What `kgit finish` records: the acceptance summary, then the full `kgit report`."""
     summary = render_final_report(data)
     try:
@@ -94,28 +103,28 @@ def render_final_note(campaign: RecordReader, data: dict[str, Any]) -> str:
     return summary + "\n---\n\n" + full
 
 
-def render_finish(result: dict[str, Any]) -> str:
-    branch = result["final_branch"].removeprefix("refs/heads/")
-    squashed = [f"round-{r['round']}" for r in result["final_rounds"] if r["squashed"] > 1]
+def render_finish(result: CampaignFinished) -> str:
+    branch = result.final_branch.removeprefix("refs/heads/")
+    squashed = [f"round-{r.round}" for r in result.final_rounds if r.squashed > 1]
     lines = [
-        f"campaign {result['campaign']} finished: {result['target']['metric']} "
-        f"{num(result['aggregate'])} vs baseline {num(result['baseline_aggregate'])} "
-        f"({_gain(result)}) on all {len(result['shapes'])} shapes",
-        f"test suite passed: `{result['suite']['command']}`",
-        result["independent_of_notes"],
-        f"final branch {branch} at {result['final_commit'][:10]}: "
-        f"{len(result['final_rounds'])} commit(s), one per accepted round"
+        f"campaign {result.campaign} finished: {result.target.metric} "
+        f"{num(result.aggregate)} vs baseline {num(result.baseline_aggregate)} "
+        f"({_gain(result.vs_baseline, result.gain_pct)}) on all {len(result.shapes)} shapes",
+        f"test suite passed: `{result.suite.command}`",
+        result.independent_of_notes,
+        f"final branch {branch} at {result.final_commit[:10]}: "
+        f"{len(result.final_rounds)} commit(s), one per accepted round"
         + (f" ({', '.join(squashed)} squashed)" if squashed else ""),
-        f"report: git notes --ref={result['final_notes']} show {result['best'][:10]}",
+        f"report: git notes --ref={result.final_notes} show {result.best[:10]}",
         *_trees_line(result),
         f"next: git push origin {branch} (open a pull request), or git merge {branch}",
     ]
     return "\n".join(lines)
 
 
-def _trees_line(result: dict[str, Any]) -> list[str]:
+def _trees_line(result: CampaignFinished) -> list[str]:
     """The measuring trees finish removed, when it removed any."""
-    if not result.get("trees_removed"):
+    if not result.trees_removed:
         return []
-    freed = result["bytes_freed"] / 1_000_000
-    return [f"removed kgit's {result['trees_removed']} measuring trees ({freed:.1f} MB freed)"]
+    freed = result.bytes_freed / 1_000_000
+    return [f"removed kgit's {result.trees_removed} measuring trees ({freed:.1f} MB freed)"]

@@ -21,6 +21,7 @@ from kgit.records.campaign_folder import HARNESS_FILE, SUMMARY_KIND
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import RoundNote
 from kgit.records.reader import RecordReader
+from kgit.records.review_results import CampaignExported
 from kgit.views.campaign_report import trend_blocks
 from kgit.views.document import Document, to_markdown
 from kgit.views.numbers import num, signed
@@ -127,13 +128,8 @@ def optimize_log(campaign: RecordReader, views: list[RoundView]) -> str:
 
 def trend_file(campaign: RecordReader, views: list[RoundView]) -> str:
     metric = campaign.manifest.primary_metric
-    data = {
-        "target": {"metric": metric},
-        "memory_bound": memory_bound(metric),
-        "trend": trend_rows(views, metric),
-        "rule9": rule9(views, metric, campaign.best_line()),
-    }
-    return to_markdown(Document(trend_blocks(data)))
+    rows, rule = trend_rows(views, metric), rule9(views, metric, campaign.best_line())
+    return to_markdown(Document(trend_blocks(metric, memory_bound(metric), rows, rule)))
 
 
 def _harness_files(campaign: RecordReader) -> dict[str, bytes]:
@@ -177,7 +173,7 @@ def export_files(campaign: RecordReader) -> dict[str, bytes]:
     return files
 
 
-def export_campaign(campaign: RecordReader, folder: Path) -> dict[str, Any]:
+def export_campaign(campaign: RecordReader, folder: Path) -> CampaignExported:
     files = export_files(campaign)  # read the whole record first: nothing is written on an error
     try:
         if folder.is_dir() and any(folder.iterdir()):
@@ -193,9 +189,4 @@ def export_campaign(campaign: RecordReader, folder: Path) -> dict[str, Any]:
             hint="export into a new or empty folder you can write to",
         ) from None
     rounds = sum(1 for p in files if p.endswith("/summary.md"))
-    return {
-        "campaign": campaign.name,
-        "folder": str(folder),
-        "rounds": rounds,
-        "files": sorted(files),
-    }
+    return CampaignExported(campaign.name, str(folder), rounds, tuple(sorted(files)))

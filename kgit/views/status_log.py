@@ -3,55 +3,56 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kgit.judge.figures import PAIRED
 from kgit.judge.scoring import pct
 from kgit.records.notes import ACCEPT, BASELINE, CHANGED, ROLLBACK
 from kgit.records.reader import RecordReader
+from kgit.records.status_results import CampaignStatus, Lineage, LineageRow
 from kgit.views.numbers import change, num
 
 
-def render_status(data: dict[str, Any]) -> str:
-    target = data["target"]
-    best = data["best"]
+def render_status(data: CampaignStatus) -> str:
+    target, best = data.target, data.best
     lines = [
-        f"campaign  {data['campaign']}  ({target['op']}, {target['backend']}"
-        + (f", {target['gpu']}" if target["gpu"] else "")
-        + f"; metric {target['metric']})",
-        f"best      {best['ref'].removeprefix('refs/heads/')} at {best['commit'][:10]}"
+        f"campaign  {data.campaign}  ({target.op}, {target.backend}"
+        + (f", {target.gpu}" if target.gpu else "")
+        + f"; metric {target.metric})",
+        f"best      {best.ref.removeprefix('refs/heads/')} at {best.commit[:10]}"
         + (
-            f", round-{best['round']}, first pass {num(best['aggregate'])}, "
-            f"{change(best.get('vs_baseline'))} vs baseline"
-            if best["round"]
+            f", round-{best.round}, first pass {num(best.aggregate)}, "
+            f"{change(best.vs_baseline)} vs baseline"
+            if best.round
             else ""
         ),
-        f"rounds    {data['rounds_recorded']} recorded: {data['accepted']} accepted, "
-        f"{data['rolled_back']} rolled back; next is round-{data['next_round']} "
-        f"(max_iterations {data['max_iterations']})",
+        f"rounds    {data.rounds_recorded} recorded: {data.accepted} accepted, "
+        f"{data.rolled_back} rolled back; next is round-{data.next_round} "
+        f"(max_iterations {data.max_iterations})",
     ]
-    if data["open_round"]:
-        current = data["open_round"]
+    current = data.open_round
+    if current:
         lines.append(
-            f"open      round-{current['round']}: {current['hypothesis']}"
-            + (f" [verdict: {current['verdict']}]" if current["verdict"] else "")
+            f"open      round-{current.round}: {current.hypothesis}"
+            + (f" [verdict: {current.verdict}]" if current.verdict else "")
         )
-    if len(data.get("rounds_in_flight", [])) > 1:
-        shown = ", ".join(f"round-{number}" for number in data["rounds_in_flight"])
+    if len(data.rounds_in_flight) > 1:
+        shown = ", ".join(f"round-{number}" for number in data.rounds_in_flight)
         lines.append(f"parallel  {shown} in flight, each in its own work tree")
     lines += _recovery_lines(data)
-    lines += gate_audit_lines(data.get("gate_audit"), best["commit"])
-    lines += background_audit_lines(data.get("gate_audit_background"))
-    if data["stagnation_review_due"]:
+    lines += gate_audit_lines(data.gate_audit, best.commit)
+    lines += background_audit_lines(data.gate_audit_background)
+    if data.stagnation_review_due:
         lines.append(
-            f"warning   {data['consecutive_rollbacks']} rollbacks in a row: stagnation "
-            f"review due; escalate: {data['escalation']}"
+            f"warning   {data.consecutive_rollbacks} rollbacks in a row: stagnation "
+            f"review due; escalate: {data.escalation}"
         )
-    elif data["escalation"]:
-        lines.append(f"note      last round rolled back; next: {data['escalation']}")
-    if data["finished"]:
+    elif data.escalation:
+        lines.append(f"note      last round rolled back; next: {data.escalation}")
+    if data.finished:
         lines.append("finished  yes")
-    lines.append(f"next      {data['next_step']}")
+    lines.append(f"next      {data.next_step}")
     return "\n".join(lines)
 
 
@@ -94,24 +95,24 @@ def gate_audit_lines(summary: dict[str, Any] | None, best_commit: str) -> list[s
     ]
 
 
-def _recovery_lines(data: dict[str, Any]) -> list[str]:
+def _recovery_lines(data: CampaignStatus) -> list[str]:
     """What a killed command left, in words (the next step says how to go on)."""
     lines = []
-    if not data["trusted"]:
+    if not data.trusted:
         lines.append(
             "warning   this campaign's commands are not trusted in this repository (its record "
             "came from elsewhere, or its manifest changed): nothing runs them until "
-            f"kgit trust --campaign {data['campaign']}"
+            f"kgit trust --campaign {data.campaign}"
         )
-    if not data.get("gate_installed", True):
+    if not data.gate_installed:
         lines.append(
             "warning   the commit gate is not installed in this clone: commits on round "
             "branches are not gated here (round validate still gates each one); install it: "
-            + ("kgit trust, then " if not data["trusted"] else "")
+            + ("kgit trust, then " if not data.trusted else "")
             + "kgit hooks install"
         )
-    if data["notes_changed"]:
-        rounds = ", ".join(f"round-{n}" for n in data["notes_changed"])
+    if data.notes_changed:
+        rounds = ", ".join(f"round-{n}" for n in data.notes_changed)
         lines.append(
             f"warning   the note(s) of {rounds} changed after kgit wrote them (kgit reads what it "
             "recorded): kgit doctor explains"
@@ -119,53 +120,50 @@ def _recovery_lines(data: dict[str, Any]) -> list[str]:
     lines += [
         f"warning   unstaged edits saved by an interrupted commit gate: git apply {path} "
         "(then delete it)"
-        for path in data.get("saved_patches", [])
+        for path in data.saved_patches
     ]
-    stale = data["closed_round_checked_out"]
+    stale = data.closed_round_checked_out
     if stale is not None:
         lines.append(
             f"warning   round-{stale} is closed but its branch is checked out (a kgit command "
             "was killed before it switched away); the hook refuses commits here"
         )
-    if data["stray_branches"]:
+    if data.stray_branches:
         lines.append(
-            f"warning   leftover round branch(es): {', '.join(data['stray_branches'])}; "
+            f"warning   leftover round branch(es): {', '.join(data.stray_branches)}; "
             "kgit doctor explains them (the next round start removes those whose commits are kept)"
         )
     return lines + _best_and_round_lines(data)
 
 
-def _best_and_round_lines(data: dict[str, Any]) -> list[str]:
+def _best_and_round_lines(data: CampaignStatus) -> list[str]:
     """A best line moved outside kgit; the open round's interrupted or missing steps."""
     lines = []
-    moved = data.get("best_moved")
+    moved = data.best_moved
     if moved:
         lines.append(
-            f"warning   the best line was moved outside kgit: it is at {moved['tip'][:10]}, the "
-            f"record puts it at {moved['recorded'][:10]}; rounds are refused until it is put "
-            f"back: {moved['restore']}"
+            f"warning   the best line was moved outside kgit: it is at {moved.tip[:10]}, the "
+            f"record puts it at {moved.recorded[:10]}; rounds are refused until it is put "
+            f"back: {moved.restore}"
         )
-    current = data["open_round"]
-    if current and current["interrupted"] == ACCEPT:
+    current = data.open_round
+    if current and current.interrupted == ACCEPT:
         lines.append(
-            f"warning   accepting round-{current['round']} was interrupted after the best line "
+            f"warning   accepting round-{current.round} was interrupted after the best line "
             "moved to its commit: kgit round accept completes it, kgit round rollback moves "
             "the best line back"
         )
-    elif current and current["interrupted"] == ROLLBACK:
+    elif current and current.interrupted == ROLLBACK:
         lines.append(
-            f"warning   rolling back round-{current['round']} was interrupted; rollback "
-            "completes it"
+            f"warning   rolling back round-{current.round} was interrupted; rollback completes it"
         )
-    elif current and current["branch_missing"]:
+    elif current and current.branch_missing:
         lines.append(
-            f"warning   round-{current['round']} is open but its branch is gone; kgit doctor "
+            f"warning   round-{current.round} is open but its branch is gone; kgit doctor "
             "--fix restores it"
         )
-    elif current and data["branch"] != current["branch"]:
-        lines.append(
-            f"warning   round-{current['round']} is open but its branch is not checked out"
-        )
+    elif current and data.branch != current.branch:
+        lines.append(f"warning   round-{current.round} is open but its branch is not checked out")
     return lines
 
 
@@ -201,9 +199,9 @@ CHANGES_LEGEND = (
 )
 
 
-def _said(row: dict[str, Any]) -> str:
+def _said(row: LineageRow) -> str:
     """What the user said when closing the round: `reason: ...; lesson: ...` ('' if nothing)."""
-    words = [(key, row.get(key)) for key in ("reason", "attribution", "lesson")]
+    words = [("reason", row.reason), ("attribution", row.attribution), ("lesson", row.lesson)]
     return "; ".join(f"{key}: {text}" for key, text in words if text)
 
 
@@ -215,22 +213,26 @@ def quick_is_subset(campaign: RecordReader) -> bool:
     return len(set(campaign.state.representative) - inactive) < len(active)
 
 
-def _baseline_figures(rows: list[dict[str, Any]]) -> str:
+def _baseline_figures(rows: Sequence[LineageRow]) -> str:
     """Which baseline figure a round's 'vs baseline' is against, where the baseline row's own
     aggregate does not give it: a round measured on fewer shapes, or by resident harnesses (its
     first pass in blocks, against the calibration's blocks). In a CPU session round-2 read
     0.0005718 at +416% beside a baseline row of 0.0001349, which gives +324%."""
-    base = next((r for r in rows if r["status"] == BASELINE and r["aggregate"]), None)
+    base = next((r for r in rows if r.status == BASELINE and r.aggregate), None)
     groups: dict[str, list[int]] = {}
     for row in rows:
-        vs, figure = row["delta_vs_baseline_pct"], row.get("baseline_aggregate")
-        if row is base or vs is None or not row["aggregate"] or not figure:
+        vs, figure = row.delta_vs_baseline_pct, row.baseline_aggregate
+        if row is base or vs is None or not row.aggregate or not figure:
             continue
-        if (row.get("vs_baseline") or {}).get("basis") == PAIRED:
+        if (row.vs_baseline or {}).get("basis") == PAIRED:
             continue  # the pairs' figure, against no aggregate
-        if base is not None and abs(pct(row["aggregate"], base["aggregate"]) - vs) < 0.0005:
+        if (
+            base is not None
+            and base.aggregate
+            and abs(pct(row.aggregate, base.aggregate) - vs) < 0.0005
+        ):
             continue  # the table's own figures give it
-        groups.setdefault(num(figure), []).append(row["round"])
+        groups.setdefault(num(figure), []).append(row.round)
     return "\n".join(
         f"'vs baseline' of {', '.join(f'round-{n}' for n in numbers)}: against {figure}, the "
         "baseline on the same shapes, measured the same way"
@@ -248,22 +250,21 @@ def _hypothesis(text: str, whole: bool) -> str:
     return text[: HYPOTHESIS_WIDTH - 1].rstrip() + "…"
 
 
-def render_log(
-    rows: list[dict[str, Any]], quick_is_subset: bool = False, whole: bool = False
-) -> str:
+def render_log(lineage: Lineage, quick_is_subset: bool = False, whole: bool = False) -> str:
     """The log's table; `quick_is_subset` when quick rounds measure fewer shapes than the full
     ones, and a legend says so if both kinds of aggregate are in the table. A long hypothesis
     is cut, marked `…` and said to be, unless WHOLE (`kgit log -v`)."""
+    rows = lineage.rows
     table = [
         [
-            f"round-{r['round']}",
-            r["status"],
-            (r["commit"] or "(no commit)")[:11],
-            num(r["aggregate"]),
-            r["level"] or "-",
-            change(r.get("vs_baseline")),
-            change(r.get("vs_best")),
-            _hypothesis(r["hypothesis"], whole),
+            f"round-{r.round}",
+            r.status,
+            (r.commit or "(no commit)")[:11],
+            num(r.aggregate),
+            r.level or "-",
+            change(r.vs_baseline),
+            change(r.vs_best),
+            _hypothesis(r.hypothesis, whole),
         ]
         for r in rows
     ]
@@ -272,26 +273,26 @@ def render_log(
     text = github_table(headers, table)
     if not rows:
         text += "\nno round recorded yet: kgit baseline records round-1"
-    if quick_is_subset and len({r["level"] for r in rows if r["aggregate"] is not None}) > 1:
+    if quick_is_subset and len({r.level for r in rows if r.aggregate is not None}) > 1:
         text += "\n" + SHAPES_LEGEND
-    if any((r.get("vs_best") or {}).get("basis") == PAIRED for r in rows):
+    if any((r.vs_best or {}).get("basis") == PAIRED for r in rows):
         text += "\n" + CHANGES_LEGEND
     against = _baseline_figures(rows)
     if against:
         text += "\n" + against
-    if not whole and any(len(r["hypothesis"]) > HYPOTHESIS_WIDTH for r in rows):
+    if not whole and any(len(r.hypothesis) > HYPOTHESIS_WIDTH for r in rows):
         text += (
             f"\nhypotheses marked … are cut at {HYPOTHESIS_WIDTH} characters: kgit log -v shows "
             "them whole (and --json always does)"
         )
-    said = [(r["round"], _said(r)) for r in rows if _said(r)]
+    said = [(r.round, _said(r)) for r in rows if _said(r)]
     if said:
         text += "\n\n" + "\n".join(f"round-{number}: {words}" for number, words in said)
     for row in rows:
-        if row.get("note"):
-            what = "changed after kgit wrote it" if row["note"] == CHANGED else "was removed"
+        if row.note:
+            what = "changed after kgit wrote it" if row.note == CHANGED else "was removed"
             text += (
-                f"\nwarning: note of round-{row['round']} {what} (this log shows what kgit "
+                f"\nwarning: note of round-{row.round} {what} (this log shows what kgit "
                 "recorded; kgit doctor explains)"
             )
     return text

@@ -16,6 +16,7 @@ from kgit.judge.figures import Figures, figure_dict
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.records.notes import BASELINE, ROLLED_BACK, RoundNote
 from kgit.records.reader import RecordReader
+from kgit.records.review_results import RoundShown
 from kgit.records.schema import BenchTable
 from kgit.views.document import Block, Bullets, Code, Document, Heading, Para, Table, to_markdown
 from kgit.views.numbers import change, num, percent
@@ -240,21 +241,21 @@ def render_summary(data: dict[str, Any], with_commit: bool = True) -> str:
 
 def show_round(
     campaign: RecordReader, number: int, with_csv: bool
-) -> tuple[dict[str, Any], Callable[[dict[str, Any]], str]]:
+) -> tuple[RoundShown, Callable[[RoundShown], str]]:
     """`kgit show`: the data (`commit`, `note`, `csv` as before, plus `summary`) and its text."""
     view = load_round(campaign, number)
     if view is None:
         raise UsageError(f"round-{number} has no record", hint="kgit log lists the recorded rounds")
-    data = {
-        "commit": view.commit,
-        "note": view.note,
-        "csv": view.csv.decode(errors="replace") if view.csv else None,
+    data = RoundShown(
+        commit=view.commit,
+        note=view.note,
+        csv=view.csv.decode(errors="replace") if view.csv else None,
         # Every round with its shapes: a shape's change vs baseline chains their estimates.
-        "summary": summary_data(view, Figures(campaign.all_rounds()), peak_pcts(campaign, view)),
-    }
+        summary=summary_data(view, Figures(campaign.all_rounds()), peak_pcts(campaign, view)),
+    )
 
-    def render(d: dict[str, Any]) -> str:
-        text = render_summary(d["summary"])
-        return text + (f"\n\nBenchmark CSV:\n{d['csv']}" if with_csv and d["csv"] else "")
+    def render(d: RoundShown) -> str:
+        text = render_summary(d.summary)
+        return text + (f"\n\nBenchmark CSV:\n{d.csv}" if with_csv and d.csv else "")
 
     return data, render

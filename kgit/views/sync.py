@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from kgit.records.sharing_results import Pulled, Pushed
 
 _PULLED = {
     "created": "taken from {remote} (new here)",
@@ -13,10 +13,10 @@ _PULLED = {
 }
 
 
-def render_pull(data: dict[str, Any]) -> str:
-    remote = data["remote"]
+def render_pull(data: Pulled) -> str:
+    remote = data.remote
     lines = []
-    for c in data["campaigns"]:
+    for c in data.campaigns:
         name = c["campaign"]
         said = _PULLED[c["result"]].format(remote=remote, salvaged=c["salvaged"])
         record = c["record"]["new"] or "-"
@@ -50,19 +50,19 @@ def render_pull(data: dict[str, Any]) -> str:
                 "  the commit gate is not installed in this clone: kgit hooks install"
                 + (" (after kgit trust)" if not c["trusted"] else "")
             )
-    tips = data["tips"]
+    tips = data.tips
     if tips["updated"]:
         lines.append(f"tips: {len(tips['updated'])} chain(s) updated")
     lines += [f"warning: tips file on both sides with other contents (ours kept): {t}"
               for t in tips["clashes"]]  # fmt: skip
-    if not data["campaigns"]:
+    if not data.campaigns:
         lines.append(f"{remote} holds no kgit campaign")
     lines.append(f"next: {pull_next(data)}")
     return "\n".join(lines)
 
 
-def pull_next(data: dict[str, Any]) -> str:
-    for c in data["campaigns"]:
+def pull_next(data: Pulled) -> str:
+    for c in data.campaigns:
         if not c["trusted"]:
             return f"kgit log -c {c['campaign']}; kgit trust --campaign {c['campaign']}"
         if not c["gate_installed"]:
@@ -78,12 +78,12 @@ _PUSHED = {
 }
 
 
-def render_push(data: dict[str, Any]) -> str:
-    remote = data["remote"]
+def render_push(data: Pushed) -> str:
+    remote = data.remote
     lines = [
         f"campaign {c['campaign']}: {_PUSHED[c['result']].format(remote=remote)}; record "
         f"{c['record'][:10]}"
-        for c in data["campaigns"]
+        for c in data.campaigns
     ]
-    lines.append(f"{len(data['pushed'])} ref(s) pushed" if data["pushed"] else "nothing to push")
+    lines.append(f"{len(data.pushed)} ref(s) pushed" if data.pushed else "nothing to push")
     return "\n".join(lines)

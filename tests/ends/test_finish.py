@@ -128,6 +128,8 @@ def test_finish_is_refused_when_the_suite_fails(suite_campaign: Path) -> None:
     assert result.code == 1, result
     assert "final acceptance refused" in result.err
     assert "test suite failed" in result.err and "suite.py" in result.err
+    # Quiet silences progress, not the reason: the suite's own words come with the refusal.
+    assert "test_training_step FAILED" in result.err, result.err
     assert "hint:" in result.err
     assert run_kgit("status", "--json").json()["finished"] is False  # type: ignore[index]
     assert "kgit/c1/final" not in git(repo, "branch", "--list", "kgit/c1/final")

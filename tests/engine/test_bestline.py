@@ -5,7 +5,11 @@ every command that builds on it, with the one command that puts it back."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
+import pytest
+
+from kgit.engine.campaign import Campaign
 from tests.conftest import commit, git, run_kgit
 
 
@@ -96,3 +100,24 @@ def test_a_verdict_is_judged_against_the_record_not_the_views_cache(campaign: Pa
     verdict = run_kgit("-q", "round", "validate")
     assert verdict.code == 0 and "ROLLED BACK" in verdict.out, verdict
     assert run_kgit("round", "accept").code == 1
+
+
+def test_status_checks_the_best_line_without_reading_every_note(
+    campaign: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the lineage's rows cached, `kgit status` parses no round's note to find where the
+    record puts the best line: at 10,000 rounds listing them all again cost about a second."""
+    repo = campaign
+    _rolled_back_round(repo)
+    assert run_kgit("status").code == 0  # the lineage's rows cached
+
+    def every_note(*_: object, **__: object) -> NoReturn:
+        raise AssertionError("status read every round's note")
+
+    monkeypatch.setattr(Campaign, "all_rounds", every_note)
+    status = run_kgit("status", "--json")
+    assert status.code == 0, status
+    assert status.json()["best_moved"] is None  # type: ignore[index]
+    git(repo, "update-ref", "refs/heads/kgit/c1/best", "refs/kgit/c1/rounds/2")
+    moved = run_kgit("status", "--json").json()["best_moved"]
+    assert moved is not None and moved["round"] == 1  # type: ignore[index]

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,79 @@ def test_a_copied_repository_measures_in_trees_of_its_own(
     candidate = copy / ".git" / "kgit" / "worktrees" / "c1" / "candidate"
     common = git(candidate, "rev-parse", "--path-format=absolute", "--git-common-dir")
     assert Path(common).resolve() == (copy / ".git").resolve()
+
+
+MEASURING = """
+import sys, time
+from kgit.engine.campaign import Campaign
+from kgit.engine.measuring.sides.side_trees import measuring_tree
+from kgit.gitdoor import open_repo
+campaign = Campaign.load(open_repo(), "c1")
+measuring_tree(campaign, campaign.best_tip(), "reference", lambda line: None, echo=False)
+print("measuring", flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_gc_leaves_a_tree_a_live_kgit_measures_in(campaign: Path) -> None:
+    """A finished campaign's trees go, but not the one a running kgit measures in (a round of
+    the campaign reopened meanwhile, an audit): it stays until that process has ended."""
+    repo = campaign
+    assert run_kgit("-q", "finish").code == 0
+    assert trees_of(repo) == []
+    measuring = subprocess.Popen(
+        [sys.executable, "-c", MEASURING, "60"], cwd=repo, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert measuring.stdout is not None and measuring.stdout.readline() == "measuring\n"
+        add_tree(repo, "c1", "gone-worktree", "candidate")
+        done = run_kgit("gc", "--json")
+        assert done.code == 0, done
+        data = done.json()
+        assert isinstance(data, dict) and data["trees"] == 1
+        assert [row["in_use"] for row in data["leftovers"]] == [
+            [],
+            [{"tree": "reference", "pid": measuring.pid}],
+        ]
+        assert trees_of(repo) == ["reference"]
+        words = run_kgit("gc", "--dry-run").out
+        assert f"kept reference: kgit pid {measuring.pid} measures in it" in words, words
+    finally:
+        measuring.kill()
+        measuring.wait()
+    assert run_kgit("gc").code == 0  # its process ended: nothing holds it now
+    assert trees_of(repo) == []
+
+
+REOPENING = """
+import sys
+from kgit.engine.campaign import Campaign
+from kgit.gitdoor import open_repo
+repo = open_repo()
+with repo.write_lock():
+    print("locked", flush=True)
+    sys.stdin.readline()
+    current = Campaign.load(repo, "c1")
+    current.state.finished = False  # as `kgit round start --reopen` records it
+    current.save("round-3 started: reopened")
+"""
+
+
+def test_gc_decides_under_the_lock_and_sees_a_reopen_made_meanwhile(campaign: Path) -> None:
+    repo = campaign
+    assert run_kgit("-q", "finish").code == 0
+    add_tree(repo, "c1", "reference")
+    reopening = subprocess.Popen(
+        [sys.executable, "-c", REOPENING], cwd=repo, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert reopening.stdout is not None and reopening.stdout.readline() == "locked\n"
+    gc = subprocess.Popen(
+        [sys.executable, "-m", "kgit", "gc"], cwd=repo, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert gc.stderr is not None and "waiting for" in gc.stderr.readline()
+    assert reopening.communicate("go\n")[0] == "" and reopening.returncode == 0
+    out, _ = gc.communicate(timeout=120)
+    assert gc.returncode == 0 and "nothing to remove" in out, out
+    assert trees_of(repo) == ["reference"]  # the reopened campaign's tree stays

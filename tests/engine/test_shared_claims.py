@@ -78,7 +78,7 @@ class Worker:
         started = start_round(
             campaign, item.text, worktree=self.tree, with_files=self.queue.claim(item)
         )
-        return int(started["round"])
+        return started.round
 
     def publish(self) -> bool:
         return self.link.publish(open_repo(self.tree))
@@ -488,13 +488,18 @@ def test_take_over_needs_a_file_shared_through_a_remote(campaign: Path) -> None:
 
 
 def test_the_summary_says_what_the_shared_queue_did() -> None:
+    from dataclasses import replace
+
+    from kgit.records.worker_results import WorkerClaims, WorkerSummary
     from kgit.views.commands import render_worker_summary
 
-    summary = {"worker": "w0", "device": "0", "rounds": 3, "accepted": 1, "rolled_back": 2,
-               "seconds": 12.0, "rounds_per_hour": 900.0}  # fmt: skip
-    claims = {"clone": "host-a:/src/k", "lost": 2, "taken_back": [4, 7]}
-    assert render_worker_summary({**summary, "claims": claims}).splitlines()[1:] == [
+    summary = WorkerSummary(
+        campaign="c1", worker="w0", device="0", worktree="w", rounds=3, accepted=1,
+        rolled_back=2, seconds=12.0, rounds_per_hour=900.0, sharing={"remote": None},
+        claims=WorkerClaims("host-a:/src/k", 2, (4, 7)),
+    )  # fmt: skip
+    assert render_worker_summary(summary).splitlines()[1:] == [
         "clone host-a:/src/k: 2 line(s) claimed first by another worker; rolled back as their "
         "workers ended: round-4, round-7"
     ]
-    assert len(render_worker_summary({**summary, "claims": None}).splitlines()) == 1
+    assert len(render_worker_summary(replace(summary, claims=None)).splitlines()) == 1

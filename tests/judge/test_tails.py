@@ -71,3 +71,41 @@ def test_power_of_two_padding_with_power_of_two_shapes() -> None:
 def test_nothing_found_nothing_said() -> None:
     assert tail_warning([shape(256, 256)], [], []) is None
     assert tail_warning([{"label": "x", "rows": 64}], BLOCKS, []) is None  # no M, N, K: no idea
+
+
+# What `kgit: WARNING: ` leaves of a 100-column terminal.
+WARNING_WIDTH = 100 - len("kgit: WARNING: ")
+
+GEMM_BLOCKS = [
+    BlockSize("BLOCK_M", 64, "gemm_kernel.py:23"),
+    BlockSize("BLOCK_N", 64, "gemm_kernel.py:24"),
+    BlockSize("BLOCK_K", 32, "gemm_kernel.py:25"),
+]
+
+
+def test_the_suggested_shape_on_the_cpu_is_the_interpreters_size() -> None:
+    # The CPU demo's shapes: the interpreter takes seconds at 128, minutes at 4097.
+    shapes = [
+        {"label": "g128x256", "M": 128, "N": 256, "K": 128, "dtype": "fp32"},
+        {"label": "g128", "M": 128, "N": 128, "K": 128, "dtype": "fp32"},
+    ]
+    warning = tail_warning(shapes, GEMM_BLOCKS, [])
+    assert warning is not None and "4097" not in warning
+    assert "{label: g128-tail, M: 127, N: 127, K: 127, dtype: fp32}" in warning
+    assert all(len(line) <= WARNING_WIDTH for line in warning.splitlines()), warning
+    assert "BLOCK_K = 32 at gemm_kernel.py:25" in warning  # a listed block is never split
+
+
+def test_the_suggested_shape_on_a_gpu_is_no_larger_than_its_smallest_shape() -> None:
+    shapes = [shape(16384, 4096), shape(1024, 1024), shape(32768, 8192)]
+    warning = tail_warning(shapes, [BlockSize("BLOCK_N", 128, "k.py:2")], [])
+    assert warning is not None
+    assert "{label: 1024x1024-tail, M: 1024, N: 1023}" in warning  # BLOCK_N tiles N alone
+    assert all(len(line) <= WARNING_WIDTH for line in warning.splitlines()), warning
+    # what it suggests has a tail, by the same rule
+    assert tail_warning([shape(1024, 1023)], [BlockSize("BLOCK_N", 128, "k.py:2")], []) is None
+
+
+def test_the_suggested_shape_under_power_of_two_padding_is_no_power_of_two() -> None:
+    warning = tail_warning([shape(2, 64)], [], ["k.py:2"])
+    assert warning is not None and "{label: 2x64-tail, M: 3, N: 63}" in warning

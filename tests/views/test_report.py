@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kgit.records.results import json_keys
+from kgit.records.status_results import Lineage, LineageRow
 from kgit.views.trend import TrendLayout
 from tests.conftest import run_kgit
 from tests.views.helpers import check_golden, masked, play_rounds_out_of_order
@@ -129,32 +132,34 @@ def test_log_marks_which_shapes_each_aggregate_covers(reviewed: Path) -> None:
 def test_log_legend_only_when_quick_rounds_measure_fewer_shapes() -> None:
     from kgit.views.status_log import SHAPES_LEGEND, render_log
 
-    def row(number: int, level: str) -> dict[str, object]:
-        return {"round": number, "status": "ACCEPTED", "commit": "c" * 11, "aggregate": 1.0,
-                "level": level, "delta_vs_baseline_pct": 0.0, "delta_vs_best_pct": None,
-                "hypothesis": "h"}  # fmt: skip
+    def row(number: int, level: str) -> LineageRow:
+        return _row(round=number, status="ACCEPTED", commit="c" * 11, aggregate=1.0,
+                    level=level, delta_vs_baseline_pct=0.0, hypothesis="h")  # fmt: skip
 
-    rows = [row(1, "full"), row(2, "quick")]
+    rows = Lineage((row(1, "full"), row(2, "quick")))
     assert SHAPES_LEGEND not in render_log(rows, quick_is_subset=False)
     assert render_log(rows, quick_is_subset=True).endswith(SHAPES_LEGEND)
-    assert SHAPES_LEGEND not in render_log([row(1, "full")], quick_is_subset=True)
+    assert SHAPES_LEGEND not in render_log(Lineage((row(1, "full"),)), quick_is_subset=True)
+
+
+def _row(**given: Any) -> LineageRow:
+    """A lineage row with GIVEN fields, the others None."""
+    return LineageRow(**({name: None for name in json_keys(LineageRow)} | given))
 
 
 def test_log_names_the_baseline_figure_only_where_the_table_does_not_give_it() -> None:
     from kgit.views.status_log import render_log
 
-    def row(
-        number: int, status: str, aggregate: float, vs: float, base: float
-    ) -> dict[str, object]:
-        return {"round": number, "status": status, "commit": "c" * 11, "aggregate": aggregate,
-                "level": "full", "delta_vs_baseline_pct": vs, "baseline_aggregate": base,
-                "delta_vs_best_pct": None, "hypothesis": "h"}  # fmt: skip
+    def row(number: int, status: str, aggregate: float, vs: float, base: float) -> LineageRow:
+        return _row(round=number, status=status, commit="c" * 11, aggregate=aggregate,
+                    level="full", delta_vs_baseline_pct=vs, baseline_aggregate=base,
+                    hypothesis="h")  # fmt: skip
 
     baseline = row(1, "BASELINE", 2.0, 0.0, 2.0)
     same_way = row(2, "ACCEPTED", 3.0, 50.0, 2.0)  # 3.0 against the row's 2.0: +50%, as printed
     in_blocks = row(3, "ROLLED BACK", 3.0, 60.0, 1.875)  # against the calibration's 1.875
-    assert "'vs baseline' of" not in render_log([baseline, same_way])
-    text = render_log([baseline, same_way, in_blocks])
+    assert "'vs baseline' of" not in render_log(Lineage((baseline, same_way)))
+    text = render_log(Lineage((baseline, same_way, in_blocks)))
     assert "'vs baseline' of round-3: against 1.875, the baseline on the same shapes" in text
     assert "round-2" not in text.split("'vs baseline' of")[1]
 

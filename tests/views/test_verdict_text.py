@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgit.records.notes import ShapeResult
+from kgit.records.round_results import RoundVerdict
 from kgit.views.commands import render_verdict
 
 
-def _result(**extra: Any) -> dict[str, Any]:
-    return {
-        "round": 2, "decision": "ACCEPTED", "status": "VALIDATED", "reasons": ["improved"],
-        "shapes": [{"label": "g128", "check": "PASS"}], "aggregate": 9.002e-05,
-        "delta_vs_best_pct": 24.116, "pairs": None, **extra,
+def _result(**extra: Any) -> RoundVerdict:
+    fields: dict[str, Any] = {
+        "campaign": "c1", "round": 2, "commit": "c" * 40, "status": "VALIDATED",
+        "decision": "ACCEPTED", "cause": "improved", "reasons": ("improved",), "findings": (),
+        "aggregate": 9.002e-05, "delta_vs_best_pct": 24.116, "delta_vs_baseline_pct": None,
+        "shapes": (ShapeResult("g128", "PASS"),), "runs": None, "pairs": None,
+        "validations": 1, "mode": "worker", "tree": None,
     }  # fmt: skip
+    return RoundVerdict(**(fields | extra))
 
 
 def test_a_paired_change_is_not_printed_as_the_first_pass_against_the_best() -> None:
@@ -36,3 +41,14 @@ def test_the_report_names_the_policy_in_its_own_words() -> None:
     assert "re-measured" in policy_named("seed").words(th)
     interleaved = policy_named("interleaved").words(th)
     assert "A/B pairs" in interleaved and "re-measured" not in interleaved
+
+
+def test_a_verdict_no_command_timed_carries_no_phases() -> None:
+    """A worker's round line carries validate's verdict, which had no `phases` key before the
+    typed results; `kgit round validate --json` sets it."""
+    from dataclasses import replace
+
+    from kgit.records.results import to_json
+
+    assert "phases" not in to_json(_result())
+    assert to_json(replace(_result(), phases={"gate": 1.0}))["phases"] == {"gate": 1.0}

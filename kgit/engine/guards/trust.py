@@ -27,6 +27,7 @@ from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.records.names import MANIFEST_FILE
+from kgit.records.upkeep_results import CampaignTrust
 
 # The manifest fields whose values kgit runs through the shell, in the order they run.
 COMMAND_FIELDS = (
@@ -129,33 +130,33 @@ def untrusted_campaigns(repo: Repo) -> list[str]:
     ]
 
 
-def trust_data(campaign: Campaign) -> dict[str, Any]:
+def trust_data(campaign: Campaign) -> CampaignTrust:
     """What `kgit trust` shows before it asks (and prints with --json)."""
     trust = trust_of(campaign)
     fields = (
         changed_fields(campaign, trust.approved) if trust.approved and not trust.trusted else None
     )
-    return {
-        "campaign": campaign.name,
-        "manifest_sha256": trust.digest,
-        "record": campaign.record_sha,
-        "trusted": trust.trusted,
-        "previously_approved": trust.approved,
-        "changed_since_approved": fields,
-        "commands": commands(campaign),
-        "config_key": config_key(campaign.name),
-    }
+    return CampaignTrust(
+        campaign=campaign.name,
+        manifest_sha256=trust.digest,
+        record=campaign.record_sha,
+        trusted=trust.trusted,
+        previously_approved=trust.approved,
+        changed_since_approved=tuple(fields) if fields is not None else None,
+        commands=commands(campaign),
+        config_key=config_key(campaign.name),
+    )
 
 
-def render_trust(data: dict[str, Any]) -> str:
+def render_trust(data: CampaignTrust) -> str:
     lines = [
-        f"campaign {data['campaign']}: manifest sha256 {data['manifest_sha256'][:16]}... in "
-        f"record {data['record'][:10]}"
+        f"campaign {data.campaign}: manifest sha256 {data.manifest_sha256[:16]}... in "
+        f"record {data.record[:10]}"
     ]
-    if data["changed_since_approved"]:
-        lines.append(f"changed: {', '.join(data['changed_since_approved'])} (since you trusted it)")
+    if data.changed_since_approved:
+        lines.append(f"changed: {', '.join(data.changed_since_approved)} (since you trusted it)")
     lines.append("commands kgit runs for it (through the shell, in this repository):")
-    lines += [f"  {field}: {shown(command)}" for field, command in data["commands"].items()]
+    lines += [f"  {field}: {shown(command)}" for field, command in data.commands.items()]
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ the files the test command reads."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kgit.engine.bestline import require_best_where_recorded
@@ -28,12 +29,13 @@ from kgit.judge.floor import campaign_floor
 from kgit.judge.representative import pick_representative
 from kgit.judge.scoring import diagnostics, geomean
 from kgit.progress import Say, phase, warn
+from kgit.records.campaign_results import BaselineRecorded
 from kgit.records.manifest import Manifest
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
 
 
-def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) -> dict[str, Any]:
+def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) -> BaselineRecorded:
     """Round 1: tests, full validation, frozen schema and harness, representative shapes."""
     repo, manifest = campaign.repo, campaign.manifest
     base = _ready_for_baseline(campaign)
@@ -43,11 +45,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) ->
     print_tips(campaign, say)  # lessons of earlier campaigns on this GPU, op and backend
     _gate_at_baseline(campaign, base, say, echo)
 
-    def representative_of(first: Measurement) -> list[str]:
-        return manifest.representative_shapes or pick_representative(
-            manifest.target_shapes, first.table, manifest.primary_metric
-        )
-
+    representative_of = functools.partial(_representative, manifest)
     # The full pass, then (interleaved) the A/A calibration; it records launches for the audit.
     with harness_records(baseline_log(campaign), traced_sources(manifest.kernel_source)):
         calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
@@ -77,32 +75,39 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) ->
     # After the baseline is recorded: an audit that is interrupted or cannot run loses nothing.
     with phase("audit"):
         audit = _audit(current, base, say, echo=echo, inline=wait)
-    return {
-        "campaign": campaign.name,
-        "round": 1,
-        "commit": base,
-        "aggregate": note.aggregate,
-        "metric": manifest.primary_metric,
-        "shapes": {s.label: s.value for s in note.shapes},
-        "representative_shapes": representative,
-        "inactive_shapes": inactive,
-        "frozen_header": list(run.table.header),
-        "noise_floors_pct": {label: f * 100 for label, f in floors.items()},
-        "fingerprint": run.fingerprint,
-        "protected": protected,
-        "gate_unseen": gate_unseen,
-        **audit,
-    }
+    return BaselineRecorded(
+        campaign=campaign.name,
+        round=1,
+        commit=base,
+        aggregate=note.aggregate,
+        metric=manifest.primary_metric,
+        shapes={s.label: s.value for s in note.shapes},
+        representative_shapes=tuple(representative),
+        inactive_shapes=tuple(inactive),
+        frozen_header=tuple(run.table.header),
+        noise_floors_pct={label: f * 100 for label, f in floors.items()},
+        fingerprint=run.fingerprint,
+        protected=protected,
+        gate_unseen=tuple(gate_unseen),
+        gate_audit=audit[0],
+        gate_audit_background=audit[1],
+    )
 
 
-def _audit(campaign: Campaign, base: str, say: Say, *, echo: bool, inline: bool) -> dict[str, Any]:
-    """The baseline's gate audit: its summary (`gate_audit`) when run inline, else its mark
-    (`gate_audit_background`), started in a process of its own unless INLINE is asked
-    (kgit/engine/guards/audit_background.py)."""
+def _representative(manifest: Manifest, first: Measurement) -> list[str]:
+    return manifest.representative_shapes or pick_representative(
+        manifest.target_shapes, first.table, manifest.primary_metric
+    )
+
+
+def _audit(
+    campaign: Campaign, base: str, say: Say, *, echo: bool, inline: bool
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The baseline's gate audit: (its summary when run inline, else None; its mark, started in
+    a process of its own unless INLINE is asked (kgit/engine/guards/audit_background.py))."""
     if _audits_inline(campaign, inline):
-        return {"gate_audit": audit_at_baseline(campaign, say, echo=echo),
-                "gate_audit_background": None}  # fmt: skip
-    return {"gate_audit": None, "gate_audit_background": start_audit(campaign, base, say)}
+        return audit_at_baseline(campaign, say, echo=echo), None
+    return None, start_audit(campaign, base, say)
 
 
 def _audits_inline(campaign: Campaign, inline: bool) -> bool:

@@ -20,6 +20,7 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.manifest_checks import misspelt_as
 from kgit.records.metrics import known_metrics, metric_of
+from kgit.records.upkeep_results import TemplateWritten
 from kgit.records.yamltext import load_yaml_text, read_text_capped
 from kgit.resources import data_dir, gpu_present
 
@@ -319,7 +320,7 @@ CPU_SHAPES_NOTE = (
 
 def write_template(
     root: Path, kind: str, fields: dict[str, Any], *, gpu: bool | None = None
-) -> dict[str, Any]:
+) -> TemplateWritten:
     """Copy the harness template to bench/quick_test_bench.py and write a manifest draft whose
     missing fields are commented out (so `kgit init NAME --manifest manifest.yaml` asks for them
     on a terminal). Nothing is committed: the harness is a protected path, frozen at baseline, so
@@ -359,11 +360,11 @@ def write_template(
     if cpu_sized:
         header += f"# {CPU_SHAPES_NOTE.format(kind=kind)}.\n"
     draft.write_text(header + body + "\n".join(todo) + ("\n" if todo else ""))
-    return {
-        "template": kind,
-        "harness": HARNESS_PATH,
-        "manifest": DRAFT_PATH,
-        "missing": [name for name in REQUIRED if name not in data],
-        "shapes_for": "gpu" if gpu else "cpu",
-        "cpu_shapes_note": CPU_SHAPES_NOTE.format(kind=kind) if cpu_sized else None,
-    }
+    return TemplateWritten(
+        template=kind,
+        harness=HARNESS_PATH,
+        manifest=DRAFT_PATH,
+        missing=tuple(name for name in REQUIRED if name not in data),
+        shapes_for="gpu" if gpu else "cpu",
+        cpu_shapes_note=CPU_SHAPES_NOTE.format(kind=kind) if cpu_sized else None,
+    )

@@ -9,7 +9,6 @@ object store until `git gc` finds them unreachable; a remote keeps whatever was 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from kgit.engine.campaign import list_campaigns
 from kgit.engine.guards.audit_background import forget
@@ -19,6 +18,7 @@ from kgit.engine.remote import TRACKING
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
 from kgit.records.names import validate_campaign_name
+from kgit.records.upkeep_results import CampaignDeleted
 
 # kgit's cache files of one campaign (kgit/engine/campaign.py, kgit/engine/lineage.py).
 CACHES = ("round-notes-{name}.json", "round-notes-{name}.light.json", "lineage-{name}.json")
@@ -36,7 +36,7 @@ def campaign_refs(repo: Repo, name: str) -> dict[str, str]:
     return found
 
 
-def delete_campaign(repo: Repo, name: str) -> dict[str, Any]:
+def delete_campaign(repo: Repo, name: str) -> CampaignDeleted:
     validate_campaign_name(name)
     refs = campaign_refs(repo, name)
     if name not in list_campaigns(repo) and not refs:
@@ -66,13 +66,7 @@ def delete_campaign(repo: Repo, name: str) -> dict[str, Any]:
     for cache in CACHES:
         (repo.kgit_dir() / "cache" / cache.format(name=name)).unlink(missing_ok=True)
     repo.config_unset_local(config_key(name))
-    return {
-        "campaign": name,
-        "deleted_refs": sorted(refs),
-        "work_trees": trees,
-        "detached_head": detached,
-        "audit_stopped": audit_stopped,
-    }
+    return CampaignDeleted(name, tuple(sorted(refs)), tuple(trees), detached, audit_stopped)
 
 
 def _remove_work_trees(repo: Repo, name: str) -> list[str]:

@@ -10,8 +10,6 @@ changed after kgit wrote it: kgit/engine/guards/seal.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards import seal
@@ -32,6 +30,7 @@ from kgit.engine.recovery import (
 )
 from kgit.errors import KgitError
 from kgit.progress import Say
+from kgit.records.campaign_results import DoctorFinding
 from kgit.records.notes import (
     ACCEPT,
     ACCEPTING,
@@ -43,19 +42,7 @@ from kgit.records.notes import (
     RoundNote,
 )
 
-
-@dataclass(frozen=True)
-class Finding:
-    """One inconsistency: what it is, in words, and the command that repairs it."""
-
-    kind: str  # a stable key for agents, e.g. "stale_branch"
-    subject: str  # the branch, round, commit or file it is about
-    problem: str
-    repair: str  # the one command that repairs it
-    safe: bool  # `kgit doctor --fix` applies it: nothing is lost and nothing is decided
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+Finding = DoctorFinding  # its name in this module
 
 
 def diagnose(campaign: Campaign) -> list[Finding]:

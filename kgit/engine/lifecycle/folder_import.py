@@ -32,6 +32,7 @@ from kgit.records.manifest import Manifest, harness_paths, judged_as_before, par
 from kgit.records.message import RECORD_KEYS
 from kgit.records.names import HARNESS_DIR, CampaignRefs, validate_campaign_name
 from kgit.records.notes import ACCEPTING, BASELINE, RoundNote, type_problems
+from kgit.records.review_results import CampaignImported
 from kgit.records.yamltext import load_yaml_text
 
 SEED_ONLY = ("git_commit", "git_branch", "created", "kgit")
@@ -273,7 +274,7 @@ def _harness(folder: Path, manifest: Manifest) -> dict[str, bytes]:
     return files
 
 
-def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
+def import_campaign(repo: Repo, folder: Path, name: str) -> CampaignImported:
     validate_campaign_name(name)
     manifest, extra = read_manifest(folder)
     rounds = read_rounds(folder, manifest.primary_metric)
@@ -301,13 +302,7 @@ def import_campaign(repo: Repo, folder: Path, name: str) -> dict[str, Any]:
     record_trust(campaign)  # the user chose this folder's manifest by importing it
     configure_git(repo)
     install_hooks(repo)
-    return {
-        "campaign": name,
-        "base": base,
-        "best": importer.refs.best,
-        "best_commit": best,
-        "rounds": len(rounds),
-    }
+    return CampaignImported(name, base, importer.refs.best, best, len(rounds))
 
 
 def _finish_state(

@@ -6,24 +6,28 @@ whose folders are gone (`git worktree prune`).
 A tree is scratch (checked out again, sealed the same way, when a side needs it), so a tree of a
 campaign still running is kept only to save the next checkout, and is not collected. Nor are the
 trees of a finished campaign's other linked work trees while those exist: a round may still be
-measured there."""
+measured there. Nor is a tree another live kgit measures in (its holder mark, kgit/engine/
+measuring/trees.py): the campaign may have been reopened meanwhile, or an audit runs there. What
+goes is decided under the write lock, so a reopen that ran while gc looked is seen."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.engine.measuring.sides.trees import (
     MB,
     checkouts_in,
     disk_bytes,
+    holder_of,
     is_checkout,
     remove_trees,
     trees_root,
 )
 from kgit.gitdoor import Repo
+from kgit.records.upkeep_results import Collected, TreeInUse, TreesFolder
 
 
 @dataclass(frozen=True)
@@ -37,16 +41,25 @@ class Leftover:
     keep: frozenset[str] = frozenset()  # sub-folders whose trees stay (or go on their own)
 
     def trees(self) -> list[Path]:
-        return checkouts_in(self.folder, self.keep)
+        """The trees that go: those another live kgit measures in stay (`in_use`)."""
+        return [tree for tree in checkouts_in(self.folder, self.keep) if holder_of(tree) is None]
 
-    def to_dict(self, repo: Repo, size: int) -> dict[str, Any]:
-        return {
-            "path": str(self.folder.relative_to(repo.common_dir.parent)),
-            "campaign": self.campaign,
-            "reason": self.reason,
-            "trees": [tree.name for tree in self.trees()],
-            "mb": round(size / MB, 1),
-        }
+    def in_use(self) -> list[tuple[Path, int]]:
+        held = ((tree, holder_of(tree)) for tree in checkouts_in(self.folder, self.keep))
+        return [(tree, pid) for tree, pid in held if pid is not None]
+
+    def shown(self, repo: Repo, size: int) -> TreesFolder:
+        return TreesFolder(
+            path=str(self.folder.relative_to(repo.common_dir.parent)),
+            campaign=self.campaign,
+            reason=self.reason,
+            trees=tuple(tree.name for tree in self.trees()),
+            in_use=tuple(
+                TreeInUse(tree=str(tree.relative_to(self.folder)), pid=pid)
+                for tree, pid in self.in_use()
+            ),
+            mb=round(size / MB, 1),
+        )
 
 
 def leftovers(repo: Repo) -> list[Leftover]:
@@ -71,30 +84,31 @@ def leftovers(repo: Repo) -> list[Leftover]:
     return found
 
 
-def collect(repo: Repo, *, dry_run: bool) -> dict[str, Any]:
+def collect(repo: Repo, *, dry_run: bool) -> Collected:
     """Remove the leftovers (with DRY_RUN, only say what would go); what went and what it freed."""
     listed_before, total_before = len(repo.worktree_paths()), disk_bytes(trees_root(repo))
-    found = leftovers(repo)
-    sizes = [_freed_size(item) for item in found]
-    rows = [item.to_dict(repo, size) for item, size in zip(found, sizes, strict=True)]
-    trees = sum(len(row["trees"]) for row in rows)
-    freed = sum(sizes)
-    if not dry_run:
-        with repo.write_lock():  # no finish, delete or reopen of a campaign meanwhile
+    # Decided and removed under the lock: no finish, delete or reopen of a campaign meanwhile.
+    with contextlib.nullcontext() if dry_run else repo.write_lock():
+        found = leftovers(repo)
+        sizes = [_freed_size(item) for item in found]
+        rows = tuple(item.shown(repo, size) for item, size in zip(found, sizes, strict=True))
+        freed = sum(sizes)
+        if not dry_run:
             freed = sum(remove_trees(repo, i.folder, whole=i.whole, keep=i.keep) for i in found)
             repo.prune_worktrees()
-    return {
-        "dry_run": dry_run,
-        "leftovers": rows,
-        "trees": trees,
-        "freed_mb": round(freed / MB, 1),
-        "kept_mb": round((total_before - freed) / MB, 1),
-        "git_worktrees_before": listed_before,
-        "git_worktrees_after": listed_before - trees if dry_run else len(repo.worktree_paths()),
-    }
+    trees = sum(len(row.trees) for row in rows)
+    return Collected(
+        dry_run=dry_run,
+        leftovers=rows,
+        trees=trees,
+        freed_mb=round(freed / MB, 1),
+        kept_mb=round((total_before - freed) / MB, 1),
+        git_worktrees_before=listed_before,
+        git_worktrees_after=listed_before - trees if dry_run else len(repo.worktree_paths()),
+    )
 
 
 def _freed_size(item: Leftover) -> int:
-    if item.whole:
+    if item.whole and not item.in_use():
         return disk_bytes(item.folder)
     return sum(disk_bytes(tree) for tree in item.trees())

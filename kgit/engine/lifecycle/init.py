@@ -3,18 +3,17 @@ and the commit gate's hooks."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.engine.guards.hooks import configure_git, install_hooks
 from kgit.engine.guards.trust import record_trust
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo
+from kgit.records.campaign_results import CampaignCreated
 from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs, validate_campaign_name
 
 
-def init_campaign(repo: Repo, name: str, manifest: Manifest) -> dict[str, Any]:
+def init_campaign(repo: Repo, name: str, manifest: Manifest) -> CampaignCreated:
     validate_campaign_name(name)
     refs = CampaignRefs(name)
     base = repo.rev_parse("HEAD")
@@ -38,4 +37,4 @@ def init_campaign(repo: Repo, name: str, manifest: Manifest) -> dict[str, Any]:
     record_trust(campaign)  # the user just defined these commands
     configure_git(repo)
     hooks = install_hooks(repo)
-    return {"campaign": name, "base": base, "best": refs.best, "hooks": hooks}
+    return CampaignCreated(name, base, refs.best, tuple(hooks))

@@ -5,8 +5,6 @@ the round closed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.audit_background import wait_for_audit
 from kgit.engine.guards.gate import ensure_gated
@@ -40,11 +38,12 @@ from kgit.judge.verdict import IMPOSSIBLE, LINK_OUT, OUTSIDE_SCOPE, PROTECTED, R
 from kgit.progress import Say
 from kgit.records.evidence import Evidence
 from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
+from kgit.records.round_results import RoundAccepted
 
 
 def accept_round(
     campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str] | None = None
-) -> dict[str, Any]:
+) -> RoundAccepted:
     """Accept the open round. Its checks read the record and the best line before taking the
     lock (the gate may run meanwhile), so a second accept of the same round can fail any of
     them once the first has moved the best line; such a refusal says what really happened.
@@ -73,7 +72,7 @@ def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
     )
 
 
-def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) -> dict[str, Any]:
+def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) -> RoundAccepted:
     hint = f"change the kernel, {commit_words(campaign)}, then kgit round validate"
     at = round_at(campaign, "accept", trusted_for="accept (it may run the gate)", commit_hint=hint)
     open_round, tip = at.open_round, at.tip
@@ -238,7 +237,7 @@ def accept_under_lock(
     *,
     completing: bool = False,
     words: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> RoundAccepted:
     """Fast-forward the best line to TIP, then record it. The best line moves first: a kill
     after it leaves an interrupted accept that accept and rollback both complete."""
     best_ref, repo = campaign.refs.best, campaign.repo
@@ -260,15 +259,15 @@ def accept_under_lock(
         trees = follow_branch(repo, best_ref, old, tip, say)
     leave_round_branch(campaign, open_round.number)
     # The result is said once, by the command (kgit/views/commands.py), not also as progress.
-    return {
-        "campaign": campaign.name,
-        "round": open_round.number,
-        "status": status,
-        "best": tip,
-        "commit": tip,
-        "kept_at": campaign.refs.kept(open_round.number),
-        "work_trees": trees,
-    }
+    return RoundAccepted(
+        campaign=campaign.name,
+        round=open_round.number,
+        status=status,
+        best=tip,
+        commit=tip,
+        kept_at=campaign.refs.kept(open_round.number),
+        work_trees=tuple(trees),
+    )
 
 
 def _accepting_note(current: Campaign, open_round: OpenRound, tip: str) -> RoundNote:

@@ -62,7 +62,16 @@ from kgit.judge.judgement import Facts, judge, objections
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
 from kgit.progress import Say
+from kgit.records.final_results import (
+    CampaignFinished,
+    DidNotWork,
+    FinalAccepted,
+    FinalFacts,
+    FinalRound,
+    FinalSuite,
+)
 from kgit.records.notes import ACCEPTING, ROLLED_BACK, RoundNote, in_line_order
+from kgit.records.status_results import CampaignTarget
 
 Confirm = Callable[[list[str]], bool]
 
@@ -94,6 +103,9 @@ class Acceptance:
     vs_baseline: dict[str, Any] | None = None  # gain_pct as kgit/judge/figures.py spells it
     shapes: list[dict[str, Any]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    # The output of what failed (the suite's tail, the harness's): the refusal shows it, so a
+    # quiet finish (-q streams nothing) still says why.
+    details: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -106,7 +118,7 @@ class Finishing:
     best: str
     commits: list[FinalCommit]
     runs: list[Measurement]
-    data: dict[str, Any]
+    data: FinalFacts
 
 
 def check_finish(
@@ -142,6 +154,7 @@ def check_finish(
             f"final acceptance refused: {len(check.reasons)} check(s) failed:\n  "
             + "\n  ".join(check.reasons),
             hint="fix it in a new round (kgit round start), then kgit finish again",
+            details="\n".join(check.details) or None,
         )
     line = repo.rev_list(best, first_parent=True)
     commits = final_commits(campaign, best, rounds, line)
@@ -151,7 +164,7 @@ def check_finish(
     return Finishing(campaign, finished, best, commits, check.runs, data)
 
 
-def record_finish(finishing: Finishing, report: str) -> dict[str, Any]:
+def record_finish(finishing: Finishing, report: str) -> CampaignFinished:
     """Write the final branch, record REPORT and mark the campaign finished; refused when the
     campaign changed since its checks (the best line moved, or another finish recorded)."""
     best = finishing.best
@@ -168,7 +181,7 @@ def record_finish(finishing: Finishing, report: str) -> dict[str, Any]:
         current.save("campaign finished", extra, [current.note("final", best, report.encode())])
     # Nothing measures a finished campaign again (a reopened one checks its trees out anew).
     removed = remove_campaign_trees(current.repo, current.name)
-    return {**finishing.data, "final_commit": tip, "report": report, **removed}
+    return CampaignFinished.of(finishing.data, final_commit=tip, report=report, **removed)
 
 
 def _require_finishable(campaign: Campaign) -> None:
@@ -234,6 +247,8 @@ def _acceptance(
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
     check = Acceptance([], [], command, suite.ok, round(suite.seconds, 3), reasons=reasons)
+    if not suite.ok:
+        check.details.append(f"test suite output (last lines):\n{suite.tail[-4000:].rstrip()}")
     # Rule 11 on everything the campaign changed: rounds accepted before the check existed too.
     findings = rule11_findings(campaign.repo, campaign.state.base, best)
     facts = Facts(shortcuts=tuple(f.describe() for f in findings))
@@ -272,6 +287,7 @@ def _full_validation(
         outcome = validate(campaign, policy, target, None, say, echo=echo)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
+        check.details += [exc.details] if exc.details else []
         return
     over, _ = impossible(
         campaign, outcome.rates(campaign.manifest.primary_metric), outcome.fingerprint
@@ -362,63 +378,49 @@ def report_data(
     best: str,
     commits: list[FinalCommit],
     line: list[str],
-) -> dict[str, Any]:
+) -> FinalFacts:
     from kgit.engine.rounds.keep_tips import tips_for
 
-    manifest = campaign.manifest
+    m = campaign.manifest
     lessons = [t for t in tips_for(campaign) if t.campaign == campaign.name]
-    return {
-        "campaign": campaign.name,
-        "target": {
-            "op": manifest.target_op,
-            "backend": manifest.target_backend,
-            "gpu": manifest.target_gpu,
-            "metric": manifest.primary_metric,
-        },
-        "base": campaign.state.base,
-        "best": best,
-        "aggregate": check.aggregate,
-        "baseline_aggregate": check.baseline_aggregate,
-        "gain_pct": check.gain_pct,
-        "vs_baseline": check.vs_baseline,
-        "shapes": check.shapes,
-        "verdict": check.verdict_reasons,
-        "independent_of_notes": INDEPENDENT,
-        "suite": {"command": check.suite_command, "passed": check.suite_ok},
-        "suite_seconds": check.suite_seconds,
-        "changed": check.changed,
-        "allowed_outside_kernel_source": check.outside,
-        # The accepted lineage, in the order the best line took the rounds (round-3 may come
-        # before round-2 with rounds in parallel), as the final branch's commits are.
-        "accepted": [
-            {"round": n.round, "status": n.status, "hypothesis": n.hypothesis, "commit": c}
-            for c, n in in_line_order(
-                [(c, (c, n)) for c, n in rounds if n.status in ACCEPTING],
-                line,
-            )
-        ],
-        "did_not_work": _did_not_work(campaign, rounds),
-        "lessons": [t.to_dict() for t in lessons],
-        "final_branch": final_branch(campaign),
-        "final_notes": final_notes(campaign),
-        "final_rounds": [
-            {"round": f.round, "source": f.source, "squashed": f.squashed} for f in commits
-        ],
-    }
+    # The accepted lineage, in the order the best line took the rounds (round-3 may come
+    # before round-2 with rounds in parallel), as the final branch's commits are.
+    accepted = in_line_order([(c, (c, n)) for c, n in rounds if n.status in ACCEPTING], line)
+    return FinalFacts(
+        campaign=campaign.name,
+        target=CampaignTarget(m.target_op, m.target_backend, m.target_gpu, m.primary_metric),
+        base=campaign.state.base,
+        best=best,
+        aggregate=check.aggregate,
+        baseline_aggregate=check.baseline_aggregate,
+        gain_pct=check.gain_pct,
+        vs_baseline=check.vs_baseline,
+        shapes=tuple(check.shapes),
+        verdict=tuple(check.verdict_reasons),
+        independent_of_notes=INDEPENDENT,
+        suite=FinalSuite(check.suite_command, check.suite_ok),
+        suite_seconds=check.suite_seconds,
+        changed=tuple(check.changed),
+        allowed_outside_kernel_source=tuple(check.outside),
+        accepted=tuple(FinalAccepted(n.round, n.status, n.hypothesis, c) for c, n in accepted),
+        did_not_work=_did_not_work(campaign, rounds),
+        lessons=tuple(t.to_dict() for t in lessons),
+        final_branch=final_branch(campaign),
+        final_notes=final_notes(campaign),
+        final_rounds=tuple(FinalRound(f.round, f.source, f.squashed) for f in commits),
+    )
 
 
-def _did_not_work(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[dict[str, Any]]:
+def _did_not_work(
+    campaign: Campaign, rounds: list[tuple[str, RoundNote]]
+) -> tuple[DidNotWork, ...]:
     rows = [
-        {
-            "round": n.round,
-            "hypothesis": n.hypothesis,
-            "why": n.rollback_reason or "; ".join(n.reasons[:2]),
-        }
+        DidNotWork(n.round, n.hypothesis, n.rollback_reason or "; ".join(n.reasons[:2]))
         for _, n in rounds
         if n.status == ROLLED_BACK
     ]
     rows += [
-        {"round": lost["round"], "hypothesis": lost["hypothesis"], "why": lost.get("reason") or ""}
+        DidNotWork(lost["round"], lost["hypothesis"], lost.get("reason") or "")
         for lost in campaign.state.abandoned
     ]
-    return sorted(rows, key=lambda row: row["round"])
+    return tuple(sorted(rows, key=lambda row: row.round))

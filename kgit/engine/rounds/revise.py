@@ -12,6 +12,7 @@ changes a command needs `kgit trust` again.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kgit.engine.campaign import Campaign
@@ -25,6 +26,7 @@ from kgit.records.manifest import (
     parse_manifest,
 )
 from kgit.records.names import MANIFEST_FILE
+from kgit.records.upkeep_results import ManifestRevised
 
 
 def revisions(campaign: Campaign) -> int:
@@ -49,7 +51,7 @@ def editable_text(campaign: Campaign) -> str:
     )
 
 
-def edit_manifest(campaign: Campaign, text: str, source: str) -> dict[str, Any]:
+def edit_manifest(campaign: Campaign, text: str, source: str) -> ManifestRevised:
     """Record TEXT (a whole manifest) as CAMPAIGN's next manifest revision."""
     old = campaign.manifest
     # A whole manifest that names no policy keeps the campaign's: the default changed once
@@ -58,13 +60,16 @@ def edit_manifest(campaign: Campaign, text: str, source: str) -> dict[str, Any]:
     fields.setdefault("decision_policy", old.decision_policy)
     new, warnings = parse_manifest("", source, fields)
     changed = differing_fields(old, new)
-    result: dict[str, Any] = {
-        "campaign": campaign.name,
-        "changed": {key: {"from": _value(old, key), "to": _value(new, key)} for key in changed},
-        "warnings": warnings,
-    }
+    result = ManifestRevised(
+        campaign=campaign.name,
+        changed={key: {"from": _value(old, key), "to": _value(new, key)} for key in changed},
+        warnings=tuple(warnings),
+        revision=revisions(campaign),
+        recorded=False,
+        needs_trust=False,
+    )
     if not changed:
-        return {**result, "revision": revisions(campaign), "recorded": False, "needs_trust": False}
+        return result
     _require_comparable(campaign, changed)
     if not campaign.state.baselined:
         _require_committed(campaign, new)
@@ -88,13 +93,10 @@ def edit_manifest(campaign: Campaign, text: str, source: str) -> dict[str, Any]:
     commands = [key for key in changed if key in COMMAND_FIELDS]
     if trusted and not commands:
         record_trust(current)  # the same commands the user approved: the approval carries over
-    return {
-        **result,
-        "revision": number,
-        "recorded": True,
-        "record": current.record_sha,
-        "needs_trust": not trust_of(current).trusted,
-    }
+    needs_trust = not trust_of(current).trusted
+    return replace(
+        result, revision=number, recorded=True, record=current.record_sha, needs_trust=needs_trust
+    )
 
 
 def _value(manifest: Manifest, key: str) -> Any:

@@ -4,8 +4,6 @@ kill interrupted (kgit doctor --fix).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.recovery import interrupted_close
 from kgit.engine.rounds.accept import accept_under_lock
@@ -22,6 +20,7 @@ from kgit.engine.rounds.round import (
 from kgit.errors import KgitError, UsageError
 from kgit.progress import Say
 from kgit.records.notes import ACCEPT, ROLLBACK, ROLLED_BACK, OpenRound, RoundNote
+from kgit.records.round_results import RoundAccepted, RoundRolledBack
 
 
 def _require_reason(
@@ -44,7 +43,7 @@ def _require_reason(
 
 def rollback_round(
     campaign: Campaign, reason: str | None, say: Say, lesson: str | None = None
-) -> dict[str, Any]:
+) -> RoundRolledBack:
     """Roll the open round back, saying why (REASON: the root cause) and what it taught (LESSON):
     both kept in its note, or in the campaign state for a round that had no commit."""
     at = round_at(campaign, "roll back")
@@ -89,13 +88,14 @@ def rollback_round(
             current.save(message)
     leave_round_branch(campaign, open_round.number)
     # The result is said once, by the command (kgit/views/commands.py), not also as progress.
-    return {
-        "campaign": campaign.name,
-        "round": open_round.number,
-        "status": ROLLED_BACK,
-        "commit": tip if tip != open_round.parent else None,
-        "kept_at": campaign.refs.kept(open_round.number) if tip != open_round.parent else None,
-    }
+    had_commit = tip != open_round.parent
+    return RoundRolledBack(
+        campaign=campaign.name,
+        round=open_round.number,
+        status=ROLLED_BACK,
+        commit=tip if had_commit else None,
+        kept_at=campaign.refs.kept(open_round.number) if had_commit else None,
+    )
 
 
 def _unmeasured_reason(campaign: Campaign, tip: str) -> str:
@@ -124,7 +124,7 @@ def _undo_interrupted_accept(campaign: Campaign, open_round: OpenRound, tip: str
     )
 
 
-def complete_interrupted(campaign: Campaign, say: Say) -> dict[str, Any]:
+def complete_interrupted(campaign: Campaign, say: Say) -> RoundAccepted | RoundRolledBack:
     """Finish the open round's accept or rollback that a kill interrupted (kgit doctor --fix)."""
     open_round = current_round(campaign)
     tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))

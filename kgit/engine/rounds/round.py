@@ -14,7 +14,6 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kgit.engine.bestline import require_best_where_recorded
 from kgit.engine.campaign import Campaign, now
@@ -31,6 +30,7 @@ from kgit.judge.scope import in_kernel_source, links_out_of_repo, outside_kernel
 from kgit.records.evidence import Evidence
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import CLEAN_CHECKOUT, GateNote, OpenRound, RoundNote
+from kgit.records.round_results import RoundStarted
 
 
 def current_round(campaign: Campaign) -> OpenRound:
@@ -127,7 +127,7 @@ def start_round(
     reopen: bool = False,
     worktree: Path | None = None,
     with_files: StartFiles | None = None,
-) -> dict[str, Any]:
+) -> RoundStarted:
     """Open the next round on a branch cut from the best line's tip, checked out here, or with
     WORKTREE in that work tree (created if missing): rounds in work trees of their own may run
     at once, each still one hypothesis and one change. WITH_FILES adds files to the record's
@@ -165,16 +165,16 @@ def start_round(
         check_out_in_worktree(campaign, worktree, branch)
     with repo.write_lock():  # after the switch: a stale branch left checked out can go too
         sweep_stray_branches(campaign.reload())
-    return {
-        "campaign": campaign.name,
-        "round": number,
-        "branch": branch,
-        "worktree": str(worktree or repo.root),
-        "parent": parent,
-        "hypothesis": hypothesis,
-        "gate_installed": not hooks_missing(repo),
-        "commit": commit_words(campaign),
-    }
+    return RoundStarted(
+        campaign=campaign.name,
+        round=number,
+        branch=branch,
+        worktree=str(worktree or repo.root),
+        parent=parent,
+        hypothesis=hypothesis,
+        gate_installed=not hooks_missing(repo),
+        commit=commit_words(campaign),
+    )
 
 
 def _require_startable(campaign: Campaign, *, reopen: bool, in_worktree: bool) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from typing import Any
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.gate import ensure_gated
@@ -35,6 +34,7 @@ from kgit.judge.verdict import CORRECTNESS, IMPOSSIBLE, RULE_11
 from kgit.progress import Say
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.notes import ERROR, VALIDATED, OpenRound, RoundNote, ShapeResult
+from kgit.records.round_results import RoundVerdict
 
 
 def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
@@ -91,7 +91,7 @@ def _plain_means(runs: list[dict[str, float]], labels: list[str]) -> dict[str, f
     }
 
 
-def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> dict[str, Any]:
+def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> RoundVerdict:
     hint = f"make the change and {commit_words(campaign)}"
     at = round_at(campaign, "validate", trusted_for="validate", commit_hint=hint)
     require_on_best(campaign, at, "validate")
@@ -142,7 +142,7 @@ def _measured(
     say: Say,
     *,
     echo: bool,
-) -> dict[str, Any]:
+) -> RoundVerdict:
     """The round's COMMIT (its sha and tree) measured against the best line and judged under
     the campaign's policy, the change's FACTS judged with it; NOTE recorded with the verdict and
     its evidence."""
@@ -229,7 +229,7 @@ def _record(
     runs: list[Measurement],
     say: Say,
     best_runs: list[Measurement] | None = None,
-) -> dict[str, Any]:
+) -> RoundVerdict:
     note.validated_at = now()
     repo = campaign.repo
     v = note.evidence.get("validations", 1) if note.evidence else 1
@@ -254,22 +254,22 @@ def _record(
             notes,
             [(kept, tip, repo.rev_parse(kept))],
         )
-    return {
-        "campaign": campaign.name,
-        "round": note.round,
-        "commit": tip,
-        "status": note.status,
-        "decision": note.decision,
-        "cause": note.cause,
-        "reasons": note.reasons,
-        "findings": note.findings,
-        "aggregate": note.aggregate,
-        "delta_vs_best_pct": note.delta_vs_best_pct,
-        "delta_vs_baseline_pct": note.delta_vs_baseline_pct,
-        "shapes": [vars(s) for s in note.shapes],
-        "runs": len(note.evidence.get("runs", [])) or None,
-        "pairs": len(note.evidence.get("pairs", [])) or None,
-        "validations": note.evidence.get("validations"),
-        "mode": note.evidence.get("mode"),
-        "tree": note.tree,
-    }
+    return RoundVerdict(
+        campaign=campaign.name,
+        round=note.round,
+        commit=tip,
+        status=note.status,
+        decision=note.decision,
+        cause=note.cause,
+        reasons=tuple(note.reasons),
+        findings=tuple(note.findings),
+        aggregate=note.aggregate,
+        delta_vs_best_pct=note.delta_vs_best_pct,
+        delta_vs_baseline_pct=note.delta_vs_baseline_pct,
+        shapes=tuple(note.shapes),
+        runs=len(note.evidence.get("runs", [])) or None,
+        pairs=len(note.evidence.get("pairs", [])) or None,
+        validations=note.evidence.get("validations"),
+        mode=note.evidence.get("mode"),
+        tree=note.tree,
+    )

@@ -23,7 +23,7 @@ import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -44,6 +44,8 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
 from kgit.progress import Say
 from kgit.records.notes import ACCEPTING
+from kgit.records.results import to_json
+from kgit.records.worker_results import WorkerClaims, WorkerRound, WorkerSummary
 
 # How often one round follows the best line after other workers' accepts before it gives up (each
 # move is another round accepted, so the campaign progresses; 3 starved a gain with 4 workers).
@@ -104,17 +106,16 @@ def run_worker(
     setup: WorkerSetup,
     take: Source,
     say: Say,
-    report: Callable[[dict[str, Any]], None],
-) -> dict[str, Any]:
+    report: Callable[[WorkerRound], None],
+) -> WorkerSummary:
     """Rounds until TAKE has nothing left (or max_rounds); REPORT gets each round's outcome."""
     key = pin_device(setup.device)
-    start, outcomes = time.monotonic(), list[dict[str, Any]]()
+    start, outcomes = time.monotonic(), list[WorkerRound]()
     link = Link(repo, setup.campaign, setup.remote)
-    claims: dict[str, Any] | None = None
+    claims: WorkerClaims | None = None
     with worker_slot(repo, setup.campaign, setup.name) as tree:
         if isinstance(take, SharedQueue):
-            claims = {"clone": clone_id(repo), "lost": 0}
-            claims["taken_back"] = _take_back(setup, tree, link, say)
+            claims = WorkerClaims(clone_id(repo), 0, tuple(_take_back(setup, tree, link, say)))
         while setup.max_rounds is None or len(outcomes) < setup.max_rounds:
             item = _next(repo, setup, take)
             if item is None:
@@ -123,25 +124,25 @@ def run_worker(
             outcome = one_round(repo, setup, tree, item, say, link, claim)
             if outcome is None:  # another worker claimed the line first: the next one
                 assert claims is not None
-                claims["lost"] += 1
+                claims = replace(claims, lost=claims.lost + 1)
                 continue
-            outcome.update(worker=setup.name, device=key)
-            report(outcome)
-            outcomes.append(outcome)
+            done = WorkerRound(**outcome, worker=setup.name, device=key)
+            report(done)
+            outcomes.append(done)
     seconds = time.monotonic() - start
-    return {
-        "campaign": setup.campaign,
-        "worker": setup.name,
-        "device": key,
-        "worktree": str(worker_tree(repo, setup.campaign, setup.name)),
-        "rounds": len(outcomes),
-        "accepted": sum(o["status"] in ACCEPTING for o in outcomes),
-        "rolled_back": sum(o["status"] not in ACCEPTING for o in outcomes),
-        "seconds": round(seconds, 3),
-        "rounds_per_hour": round(len(outcomes) / seconds * 3600, 2) if seconds > 0 else None,
-        "sharing": link.report(),
-        "claims": claims,
-    }
+    return WorkerSummary(
+        campaign=setup.campaign,
+        worker=setup.name,
+        device=key,
+        worktree=str(worker_tree(repo, setup.campaign, setup.name)),
+        rounds=len(outcomes),
+        accepted=sum(o.status in ACCEPTING for o in outcomes),
+        rolled_back=sum(o.status not in ACCEPTING for o in outcomes),
+        seconds=round(seconds, 3),
+        rounds_per_hour=round(len(outcomes) / seconds * 3600, 2) if seconds > 0 else None,
+        sharing=link.report(),
+        claims=claims,
+    )
 
 
 def _next(repo: Repo, setup: WorkerSetup, take: Source) -> Hypothesis | None:
@@ -199,13 +200,13 @@ def _run_round(
             verdict = validate_round(_load(here, setup), say, full=False, echo=setup.echo)
             if not shared.published():
                 continue  # the verdict was dropped: validate the remote's copy of the round
-            if verdict["decision"] not in ACCEPTING:
-                reason = "; ".join(verdict["reasons"]) or str(verdict["decision"])
-                return {**base, **_rollback(shared, reason), "verdict": verdict}
+            if verdict.decision not in ACCEPTING:
+                reason = "; ".join(verdict.reasons) or str(verdict.decision)
+                return {**base, **_rollback(shared, reason), "verdict": to_json(verdict)}
             shared.sync()
             accepted = accept_round(_load(here, setup), say, echo=setup.echo)
             if link.publish(here):
-                return {**base, "status": accepted["status"], "commit": accepted["commit"]}
+                return {**base, "status": accepted.status, "commit": accepted.commit}
             # Another clone accepted first: the accept was dropped and the round is open again.
             say(f"{setup.name}: round-{shared.number}: {link.conflict}; rebasing, validating again")
             shared.back_on_round(None)
@@ -246,7 +247,7 @@ def _start(
         except Claimed as taken:
             say(f"{setup.name}: {taken.message}; taking the next line")
             return None
-        number = int(started["round"])
+        number = started.round
         if link.publish(open_repo(tree)):
             say(f"{setup.name}: round-{number} started: {item.text}")
             return number
@@ -310,7 +311,7 @@ def _rollback(shared: SharedRound, reason: str) -> dict[str, Any]:
         tree.reset_hard()
         done = rollback_round(Campaign.load(tree, shared.name), reason, shared.say)
         if shared.published():
-            return {"status": done["status"], "commit": done["commit"], "reason": reason}
+            return {"status": done.status, "commit": done.commit, "reason": reason}
     raise KgitError(
         f"round-{shared.number}: another clone wrote it each time this worker rolled it back",
         hint=f"kgit pull {shared.link.remote}; kgit status (who else works on round-"

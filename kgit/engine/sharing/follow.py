@@ -7,11 +7,10 @@ gets the new one's files; one with local changes is left as it is, and said so."
 
 from __future__ import annotations
 
-from typing import Any
-
 from kgit.errors import GitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.progress import Say
+from kgit.records.round_results import TreeFollowed
 
 
 def other_trees_on(repo: Repo, branch: str) -> list[Repo]:
@@ -25,7 +24,7 @@ def other_trees_on(repo: Repo, branch: str) -> list[Repo]:
     ]
 
 
-def follow_branch(repo: Repo, branch: str, old: str, new: str, say: Say) -> list[dict[str, Any]]:
+def follow_branch(repo: Repo, branch: str, old: str, new: str, say: Say) -> list[TreeFollowed]:
     """BRANCH (a full ref) was just moved from OLD to NEW: each other work tree that has it
     checked out and held OLD's files exactly gets NEW's; one with local changes (or where the
     move would overwrite an untracked file) keeps its files, and SAY tells how to bring it along.
@@ -41,9 +40,7 @@ def follow_branch(repo: Repo, branch: str, old: str, new: str, say: Say) -> list
                 f"hint: there: git diff {old[:10]} > FILE keeps your changes; git reset --hard "
                 "takes the new tip's files; git apply --3way FILE puts your changes back"
             )
-        trees.append(
-            {"path": str(tree.root), "followed": followed, "files_at": new if followed else old}
-        )
+        trees.append(TreeFollowed(str(tree.root), followed, new if followed else old))
     return trees
 
 

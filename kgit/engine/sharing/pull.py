@@ -58,6 +58,7 @@ from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, Repo
 from kgit.records.names import NOTE_KINDS, validate_campaign_name
 from kgit.records.notes import RoundNote
+from kgit.records.sharing_results import Pulled
 
 
 @dataclass
@@ -73,7 +74,7 @@ class Plan:
             self.moves.append((ref, new or ZERO_SHA, old))
 
 
-def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[str, Any]:
+def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> Pulled:
     check_remote(repo, remote)
     fetched = remote_refs(repo, remote)  # what the remote held when this clone last fetched
     fetch(repo, remote)
@@ -101,7 +102,7 @@ def pull(repo: Repo, remote: str, only: str | None, take_remote: bool) -> dict[s
         apply_plan(repo, plan)
     for report in reports:
         _after(repo, report)
-    return {"remote": remote, "campaigns": reports, "tips": tips}
+    return Pulled(remote, tuple(reports), tips)
 
 
 def _valid_name(name: str) -> bool:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any
 
 from kgit.engine.remote import (
     RecordAt,
@@ -41,9 +40,10 @@ from kgit.engine.remote import (
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import ZERO_SHA, PushedRef, RefPush, Repo
 from kgit.records.names import NOTE_KINDS, CampaignRefs, parse_round_branch
+from kgit.records.sharing_results import Pushed, RefPushed
 
 
-def push(repo: Repo, remote: str, only: str | None) -> dict[str, Any]:
+def push(repo: Repo, remote: str, only: str | None) -> Pushed:
     check_remote(repo, remote)
     fetch(repo, remote)
     with repo.write_lock():
@@ -62,12 +62,8 @@ def push(repo: Repo, remote: str, only: str | None) -> dict[str, Any]:
     tips = _plan_tips(repo, remote, tips_refs(ours), tips_refs(theirs), updates)
     if updates:
         _send(repo, remote, updates)
-    return {
-        "remote": remote,
-        "campaigns": reports,
-        "pushed": [{"ref": u.ref, "new": u.new, "old": u.expect} for u in updates],
-        "tips": tips,
-    }
+    pushed = tuple(RefPushed(u.ref, u.new, u.expect) for u in updates)
+    return Pushed(remote, tuple(reports), pushed, tuple(tips))
 
 
 def _record(name: str) -> str:

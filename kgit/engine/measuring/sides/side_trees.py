@@ -14,6 +14,7 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.harness.passes import HarnessError
 from kgit.engine.measuring.isolation.sealed import run_in_gate_world
 from kgit.engine.measuring.isolation.watch import changed_under
+from kgit.engine.measuring.sides.trees import mark_held
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.progress import Say, phase
@@ -33,6 +34,7 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     if linked is not None:  # a round's own work tree measures in trees of its own: rounds in
         folder = folder / linked  # parallel never check out over each other's sides
     path, marker = folder / side, folder / f"{side}.built"
+    mark_held(path)  # before the checkout: `kgit gc` leaves it while this process runs
     with phase("trees"):
         _checked_out(campaign, commit, path, marker)
     command = campaign.manifest.rebuild_command

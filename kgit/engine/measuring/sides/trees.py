@@ -6,7 +6,13 @@ Each tree is a full checkout of one commit (and a rebuild's outputs), and a camp
 six of them: reference, candidate, audit and up to three more audit trees side by side. They
 are scratch: `measuring_tree` checks one out again, sealed the same way, the next time a side
 needs it, so removing one loses only the checkout. Its `.built` marker goes with it, or a fresh
-checkout would pass for a built one."""
+checkout would pass for a built one.
+
+A tree a kgit process measures in carries a holder mark beside it (`<side>.holder`: that process's
+pid and start time, written before the checkout): while that process runs, nothing removes the
+tree, whatever the campaign's state (a finished campaign reopened and measured meanwhile, an
+audit of a finished one). A mark outlives its process harmlessly: a pid is known by its start
+time too, so a recycled pid holds nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import shutil
 from collections.abc import Collection
 from pathlib import Path
 
+from kgit.engine.orphans import process_start, running
 from kgit.gitdoor import Repo
 
 MB = 1_000_000
@@ -58,20 +65,47 @@ def checkouts_in(folder: Path, keep: Collection[str] = ()) -> list[Path]:
     return found
 
 
+def mark_held(tree: Path) -> None:
+    """This process measures in TREE from now until it ends (see the module's docstring)."""
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    _holder_mark(tree).write_text(f"{os.getpid()}:{process_start(os.getpid())}\n")
+
+
+def holder_of(tree: Path) -> int | None:
+    """The pid of the live kgit process, other than this one, that measures in TREE; None when
+    none does (this process removes what it measured in itself: a finish its trees)."""
+    try:
+        pid, _, start = _holder_mark(tree).read_text().strip().partition(":")
+    except OSError:
+        return None
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return None
+    return int(pid) if running(int(pid), start) else None
+
+
+def _holder_mark(tree: Path) -> Path:
+    return tree.with_name(f"{tree.name}.holder")
+
+
 def remove_trees(repo: Repo, folder: Path, *, whole: bool, keep: Collection[str] = ()) -> int:
-    """Remove the measuring trees under FOLDER (checkouts_in) with their build markers, and with
-    WHOLE the folder itself (its locks and logs); git forgets them. The bytes freed."""
+    """Remove the measuring trees under FOLDER (checkouts_in) with their build and holder marks,
+    and with WHOLE the folder itself (its locks and logs); git forgets them. A tree another live
+    kgit measures in stays, with its marks and its folder. The bytes freed."""
     if not folder.is_dir():
         return 0
     before = disk_bytes(folder)
+    held = {tree for tree in checkouts_in(folder, keep) if holder_of(tree) is not None}
     for tree in checkouts_in(folder, keep):
+        if tree in held:
+            continue
         repo.remove_worktree(str(tree))
         shutil.rmtree(tree, ignore_errors=True)  # what git's remove left (a locked tree)
-    if whole:
+    if whole and not held:
         shutil.rmtree(folder, ignore_errors=True)
     else:
-        for marker in folder.rglob("*.built"):
-            if marker.parent == folder or marker.parent.name not in keep:
+        for marker in [*folder.rglob("*.built"), *folder.rglob("*.holder")]:
+            side = marker.with_suffix("")
+            if (marker.parent == folder or marker.parent.name not in keep) and side not in held:
                 marker.unlink(missing_ok=True)
     repo.prune_worktrees()
     return before - (disk_bytes(folder) if folder.exists() else 0)
