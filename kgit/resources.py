@@ -25,7 +25,7 @@ def examples_dir() -> Path:
 
 def launch_hook_dir() -> Path:
     """The folder of kgit's launch recorder (a `sitecustomize.py`): put first on PYTHONPATH of
-    the gate audit's own runs only (kgit/engine/measuring/launches.py)."""
+    the gate audit's own runs only (kgit/engine/measuring/harness/launches.py)."""
     return _PACKAGE / "launch_hook"
 
 

@@ -79,6 +79,26 @@ def test_the_engines_rooms_import_only_downwards() -> None:
     assert upward == []
 
 
+# measuring/'s own rooms, from the ground up: the device, the sealed world a measuring process
+# runs in, the harness's passes, the two sides of a comparison, the policies that judge them.
+MEASURING_ROOMS = ("device", "isolation", "harness", "sides", "policies")
+
+
+def test_measurings_rooms_import_only_downwards() -> None:
+    graph = {m: n for m, n in engine_imports().items() if m.startswith("kgit.engine.measuring")}
+    room = {m: m.split(".")[3] for m in graph if m != "kgit.engine.measuring"}  # no module loose
+    assert set(room.values()) == set(MEASURING_ROOMS)
+    rank = {name: i for i, name in enumerate(MEASURING_ROOMS)}
+    upward = [
+        f"{m} -> {n}"
+        for m, names in graph.items()
+        if m in room
+        for n in names
+        if n in room and rank[room[n]] > rank[room[m]]
+    ]
+    assert upward == []
+
+
 def test_no_import_circle_in_the_engine() -> None:
     graph = engine_imports()
     done: set[str] = set()

@@ -8,7 +8,7 @@ lock, and the next kgit would time its kernels beside it and record the figures 
 
 So each such command carries a tether in its environment, `KGIT_OWNER=<pid>:<start>:<repository>`
 (the kgit process that started it, and the repository's common git folder), which every process
-it starts inherits. Whoever takes a measuring lock of that repository (kgit/engine/measuring/devicelock.py)
+it starts inherits. Whoever takes a measuring lock of that repository (kgit/engine/measuring/device/devicelock.py)
 looks through /proc for tethered processes whose kgit has ended, kills their process groups
 (SIGKILL), waits until they are gone and says so in one line. A process is known by its pid *and*
 its start time, so a recycled pid is never taken for a live kgit, nor a live kgit for a dead one.

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards.seal import problems_by_commit
-from kgit.engine.measuring.policy import policy_of
+from kgit.engine.measuring.policies.policy import policy_of
 from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs
 from kgit.records.notes import CampaignState, RoundNote

@@ -1,5 +1,5 @@
 """File locks that say who holds them: the repository's write and work-tree locks
-(kgit/gitdoor/runner.py) and each device's measuring lock (kgit/engine/measuring/devicelock.py). The holder
+(kgit/gitdoor/runner.py) and each device's measuring lock (kgit/engine/measuring/device/devicelock.py). The holder
 writes a JSON record into the lock file; a waiter polls, says once whom it waits for, and gives up
 after a time limit with the caller's error. The kernel frees an flock when its holder dies: no lock
 outlives a kill."""

@@ -6,7 +6,7 @@ evidence is settled, and a round's judgement (kgit/judge/judgement.py: `judge`, 
 records, accept replays and finish reports) calls it once. The order of the checks over the
 evidence lives here: a FAIL first (Check is a hard gate), then evidence that holds no
 measurement, then the policy's rule, overridden by a rate past the device's peak. A policy
-brings its rule (kgit/engine/measuring/policy.py); `decide` never asks a policy's name.
+brings its rule (kgit/engine/measuring/policies/policy.py); `decide` never asks a policy's name.
 """
 
 from __future__ import annotations
@@ -23,22 +23,23 @@ from kgit.judge.verdict import (
     impossible_verdict,
 )
 from kgit.records.evidence import Evidence
-from kgit.records.manifest import Interleaved, Thresholds
+from kgit.records.manifest import Thresholds
 from kgit.records.notes import ROLLED_BACK
 
 
 @dataclass(frozen=True)
 class Standard:
     """What evidence is judged against: the reference's stored per-shape values on the evidence's
-    shapes (the seed's rule compares with them), the campaign's thresholds and interleaved
-    settings, the noise floors the baseline calibrated (the pairs' rule), and how the reasons
-    name the reference ("best"; kgit finish judges against the "baseline")."""
+    shapes, the campaign's thresholds, the noise floors the policy calibrated, how the reasons
+    name the reference ("best"; kgit finish judges against the "baseline"), and the policy's own
+    SETTINGS, which only its rule reads (None for a policy with none). It never says which
+    policy measured: a rule takes from it what it needs."""
 
     reference: dict[str, float]
     thresholds: Thresholds
-    interleaved: Interleaved
     floors: dict[str, float] = field(default_factory=dict)
     versus: str = "best"
+    settings: object = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """kgit's launch recorder: which `@triton.jit` functions a process launches.
 
 kgit puts this folder first on PYTHONPATH, with KGIT_LAUNCH_LOG naming a file, only for the gate
-audit's own runs of the gate and the harness (kgit/engine/measuring/launches.py): Python imports
+audit's own runs of the gate and the harness (kgit/engine/measuring/harness/launches.py): Python imports
 `sitecustomize` at start-up, so any Python process the gate command starts (pytest, a script,
 make calling python) records its launches, with no change to the gate. It is never on the path
 of a measured run: the wrapper costs the host a little on each launch.

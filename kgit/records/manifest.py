@@ -34,7 +34,7 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Interleaved:
-    """Settings of `decision_policy: interleaved` (kgit/engine/measuring/validation.py, kgit/judge/stats.py).
+    """Settings of `decision_policy: interleaved` (kgit/engine/measuring/policies/validation.py, kgit/judge/stats.py).
 
     With resident harnesses (a harness built on kgit.measure) a pair is one A,B,B,A quad of
     blocks of `block_ms` per shape; with a plain harness, one A/B pair of whole passes."""
@@ -102,12 +102,18 @@ class Manifest:
     # Mutants of kernel_source the gate is audited on at baseline (kgit gate audit); 0: none.
     gate_audit_mutants: int = 6
     # What the harness, the gate and the rebuild see beyond kgit's own settings: nothing of the
-    # caller's shell is passed but these (kgit/engine/measuring/world.py), e.g. TRITON_INTERPRET.
+    # caller's shell is passed but these (kgit/engine/measuring/isolation/world.py), e.g. TRITON_INTERPRET.
     env: dict[str, str] = field(default_factory=dict)
 
     @property
     def shape_labels(self) -> list[str]:
         return [shape["label"] for shape in self.target_shapes]
+
+    @property
+    def policy_settings(self) -> object:
+        """The decision policy's own settings: the manifest's section that bears its name
+        (`interleaved:`), or None for a policy that has none (kgit/records/policies.py)."""
+        return getattr(self, self.decision_policy, None)
 
     def shapes_for(self, labels: list[str]) -> list[dict[str, Any]]:
         wanted = set(labels)

@@ -18,8 +18,8 @@ from kgit.records.manifest_schema import (
     THRESHOLDS_SCHEMA,
     USER_KEY_PREFIX,
 )
-from kgit.records.metrics import METRICS, metric_of
-from kgit.records.policies import POLICIES
+from kgit.records.metrics import METRICS, is_time_column, metric_of
+from kgit.records.policies import DEFAULT_POLICY, POLICIES
 
 
 def _key_path(path: Any) -> str:
@@ -36,15 +36,22 @@ def _schema_errors(data: dict[str, Any]) -> list[str]:
     # The policies a manifest may name are the table's rows as they are now.
     properties = {**SCHEMA["properties"], "decision_policy": {"enum": list(POLICIES)}}
     validator = jsonschema.Draft202012Validator({**SCHEMA, "properties": properties})
+    hints = {**HINTS, "decision_policy": _policy_hint()}
     problems = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
         if error.validator == "additionalProperties":
             continue  # named with a suggestion by _unknown_keys
         key = _key_path(error.absolute_path)
         top = str(error.absolute_path[0]) if error.absolute_path else ""
-        hint = HINTS.get(top)
+        hint = hints.get(top)
         problems.append(f"{key}: {error.message}" + (f" (expected {hint})" if hint else ""))
     return problems
+
+
+def _policy_hint() -> str:
+    """The policies a manifest may name, as the table lists them now."""
+    names = ", ".join(f"`{name}`" for name in POLICIES)
+    return f"one of {names}; the default is `{DEFAULT_POLICY}` (docs/verdict.md: how each decides)"
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
@@ -88,7 +95,13 @@ def _value_errors(data: dict[str, Any]) -> list[str]:
     metric = data.get("primary_metric")
     if isinstance(metric, str) and metric not in METRICS:
         near = _did_you_mean(metric, list(METRICS))
-        if near:  # a custom metric (any numeric CSV column) is allowed; a near miss is a typo
+        if is_time_column(metric):  # judged as higher is better, a slower kernel would win
+            problems.append(
+                f"primary_metric: {metric!r} is a time, where lower is better, and kgit reads "
+                "every metric as higher is better (name a rate: a TFLOPS or GB/s column, or a "
+                "column of your own whose larger values are better)"
+            )
+        elif near:  # a custom metric (any numeric CSV column) is allowed; a near miss is a typo
             problems.append(f"primary_metric: {metric!r} is not a metric kgit knows{near}")
     for index, shape in enumerate(_list(data.get("target_shapes"))):
         dtype = shape.get("dtype") if isinstance(shape, dict) else None
@@ -190,7 +203,7 @@ def _gemm_shape_errors(data: dict[str, Any]) -> list[str]:
     return problems
 
 
-# The environment of a measuring process is kgit's to build (kgit/engine/measuring/world.py): these
+# The environment of a measuring process is kgit's to build (kgit/engine/measuring/isolation/world.py): these
 # names are its own per-process settings, and these prefixes Python's start-up and bytecode, the
 # loader's preloads and kgit's protocol. A manifest's `env:` declares none of them.
 KGIT_OWN_ENV = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH",

@@ -143,8 +143,6 @@ HINTS = {
     "thresholds": "keys: core_regression_pct, noise_band_pct, noise_min_runs, "
     "noise_min_mean_pct, noise_max_std_ratio",
     "kernel_source": "a path or a list of paths to the kernel files, relative to the repo root",
-    "decision_policy": "`interleaved` (the default: A/B pairs, confidence intervals, calibrated "
-    "noise floors) or `seed` (the seed's mechanical rule)",
     "peaks": "keys: tflops (a number, or one per precision: "
     + ", ".join(PRECISIONS)
     + "), gbps, cache_mb, margin_pct",

@@ -1,6 +1,9 @@
 """The metrics a manifest's `primary_metric` may name, one row each: the CSV columns it reads,
-its unit, whether higher is better, the device peak the physical floor holds it to, how a shape's
-value is computed, and the harness template a manifest of it drafts.
+its unit, the device peak the physical floor holds it to, how a shape's value is computed, and
+the harness template a manifest of it drafts. Every metric reads higher as better: the
+scoring, the verdicts' gains, the pairs' ratios, the best line and the trend all take a larger
+value for the better one, so a column the harness writes as a time is refused as a metric
+(`is_time_column`, kgit/records/manifest_checks.py) rather than judged the wrong way round.
 
 This table is the one place where code spells a metric's name to tell metrics apart: the
 manifest's checks, the CSV reader, the scoring, the physical floor, the trend and `kgit init`
@@ -29,7 +32,6 @@ class Metric:
     bound: str | None  # the peak the physical floor holds it to: TFLOPS, GB/s; None for none
     template: str  # the harness template (`kgit init --from-template`) whose manifest it drafts
     formula: Formula | None = None  # None: the value is its one input column, as written
-    higher_is_better: bool = True
     shape_dims: tuple[str, ...] = ()  # the dimensions every target shape must give
 
     def value(self, values: Mapping[str, float]) -> float:
@@ -74,6 +76,15 @@ def column_unit(column: str) -> str:
     if GBPS in column:
         return GBPS
     return ""
+
+
+# The units the harness's convention writes a time in (`Forward Time (ms)`): lower is better.
+TIME_UNITS = ("s", "ms", "us", "µs", "ns")
+
+
+def is_time_column(column: str) -> bool:
+    """Whether a CSV column's name declares a time by the harness's convention, `NAME (ms)`."""
+    return column.rstrip().endswith(tuple(f"({unit})" for unit in TIME_UNITS))
 
 
 def metric_of(name: str) -> Metric:

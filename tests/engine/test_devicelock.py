@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kgit.engine.measuring.devicelock import device_key, measuring
+from kgit.engine.measuring.device.devicelock import device_key, measuring
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from tests.conftest import git
@@ -18,7 +18,7 @@ from tests.conftest import git
 HOLDER = """
 import sys, time
 from kgit.gitdoor import open_repo
-from kgit.engine.measuring.devicelock import measuring
+from kgit.engine.measuring.device.devicelock import measuring
 with measuring(open_repo(), "round-7 validation", print, key=sys.argv[1]):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

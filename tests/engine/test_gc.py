@@ -141,7 +141,7 @@ def test_a_copied_repository_measures_in_trees_of_its_own(
 MEASURING = """
 import sys, time
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.side_trees import measuring_tree
+from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.gitdoor import open_repo
 campaign = Campaign.load(open_repo(), "c1")
 measuring_tree(campaign, campaign.best_tip(), "reference", lambda line: None, echo=False)

@@ -109,7 +109,7 @@ def test_accept_and_rollback_say_their_result_once(campaign: Path) -> None:
 def test_kgit_tells_the_harness_that_the_csv_path_is_its_own(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from kgit.engine.measuring.sealed import harness_world
+    from kgit.engine.measuring.isolation.sealed import harness_world
 
     campaign = SimpleNamespace(manifest=SimpleNamespace(env={}))
     world = harness_world(campaign, tmp_path)  # type: ignore[arg-type]

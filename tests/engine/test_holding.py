@@ -1,4 +1,4 @@
-"""A measuring side held still while the other measures (kgit/engine/measuring/holding.py), on real
+"""A measuring side held still while the other measures (kgit/engine/measuring/sides/holding.py), on real
 processes: a candidate's harness thread that burned CPU only while its kernel sat idle slowed
 the reference's blocks, and a no-change round was accepted at +9% and +67% (issue 27, item 5)."""
 
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from kgit.engine.measuring.holding import (
+from kgit.engine.measuring.sides.holding import (
     HELD_CPU_ALLOWANCE_S,
     SIDE_ENV,
     Hold,
@@ -22,7 +22,7 @@ from kgit.engine.measuring.holding import (
     reap_adopted,
     subreaper,
 )
-from kgit.engine.measuring.side_process import SideProcess
+from kgit.engine.measuring.sides.side_process import SideProcess
 
 SPIN = "import time\nwhile True:\n    sum(range(10_000))\n"
 # A parent in its own session, and a child that leaves the parent's group with setsid.

@@ -34,8 +34,8 @@ def test_baseline_calibrates_noise_floors_and_records_the_environment(ab_campaig
         "gpu_index": "0",
         "gpu_uuid": "GPU-fake-0",
     }
-    # kgit's own probe of the harness's interpreter (kgit/engine/measuring/pyenv.py), and the
-    # world it ran the harness in (kgit/engine/measuring/world.py): the variables it passed, and
+    # kgit's own probe of the harness's interpreter (kgit/engine/measuring/device/pyenv.py), and the
+    # world it ran the harness in (kgit/engine/measuring/isolation/world.py): the variables it passed, and
     # the digest of kgit's measuring code it copied
     assert " files, sha256 " in state["fingerprint"]["python_startup"]
     passed = json.loads(state["fingerprint"]["environment"])

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kgit.engine.measuring.launches import LAUNCH_LOG_ENV, read_launches, recording
+from kgit.engine.measuring.harness.launches import LAUNCH_LOG_ENV, read_launches, recording
 from kgit.gitdoor import clean_env
 
 KERNELS = """\

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.policy import Policy, policy_named
+from kgit.engine.measuring.policies.policy import Policy, policy_named
 from kgit.engine.rounds.round import recorded_evidence
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
@@ -118,7 +118,7 @@ def test_a_recorded_verdict_is_the_judge_function_of_its_recorded_evidence(
     )
     manifest = campaign.manifest
     best = {label: baseline.values()[label] for label in evidence.labels}
-    standard = Standard(best, manifest.thresholds, manifest.interleaved, floors, "best")
+    standard = Standard(best, manifest.thresholds, floors, "best", manifest.policy_settings)
     verdict = decide(evidence, standard, rule).verdict
     assert (verdict.decision, verdict.cause, verdict.reasons) == (
         note.decision,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kgit.engine.measuring.pyenv import interpreter, isolated_env, python_facts
+from kgit.engine.measuring.device.pyenv import interpreter, isolated_env, python_facts
 from tests.conftest import commit, git, run_kgit
 
 # Doubles every figure of the CSV at exit: loaded from any folder on the import path.

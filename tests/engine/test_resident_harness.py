@@ -518,7 +518,7 @@ def test_only_the_markers_own_newline_is_held_back(capfd: pytest.CaptureFixture[
     """The empty line a marker's own newline makes is dropped from the echo; a line of the
     harness's that holds only spaces is its output, and is echoed, even when the marker's
     newline is what ends it."""
-    from kgit.engine.measuring.side_process import SideProcess as _Process
+    from kgit.engine.measuring.sides.side_process import SideProcess as _Process
     from kgit.records.protocol import READY
 
     script = f"printf 'a\\n   \\n{READY}{{}}\\nb\\n\\n'"

@@ -1,4 +1,4 @@
-"""What no measuring process may write, found after it ran (kgit/engine/measuring/watch.py): a
+"""What no measuring process may write, found after it ran (kgit/engine/measuring/isolation/watch.py): a
 write after the mark is found, bytecode it left is removed, any other file stays refused until
 it changes again; a write into a world's copy of kgit's code is found when the world closes."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kgit.engine.measuring.watch import (
+from kgit.engine.measuring.isolation.watch import (
     Watch,
     WroteOutside,
     drain_world_writes,
@@ -18,7 +18,7 @@ from kgit.engine.measuring.watch import (
     require_untainted,
     watched_folders,
 )
-from kgit.engine.measuring.world import open_world
+from kgit.engine.measuring.isolation.world import open_world
 
 
 def _watch(tmp_path: Path, *folders: Path) -> Watch:
@@ -32,7 +32,9 @@ def test_a_write_after_the_mark_is_found_and_one_before_is_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find: bool
 ) -> None:
     if not find:  # a machine without find(1): kgit walks the folders itself
-        monkeypatch.setattr("kgit.engine.measuring.watch.shutil.which", lambda *_, **__: None)
+        monkeypatch.setattr(
+            "kgit.engine.measuring.isolation.watch.shutil.which", lambda *_, **__: None
+        )
     site = tmp_path / "site"
     (site / "pkg" / "__pycache__").mkdir(parents=True)
     (site / "pkg" / "old.py").write_text("x = 1\n")
@@ -68,7 +70,7 @@ def test_a_find_that_prints_nothing_does_not_blind_the_walk(
     if where == "caller-path":
         monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     else:
-        monkeypatch.setattr("kgit.engine.measuring.watch._SYSTEM_PATH", str(bin_dir))
+        monkeypatch.setattr("kgit.engine.measuring.isolation.watch._SYSTEM_PATH", str(bin_dir))
     site = tmp_path / "site"
     site.mkdir()
     watch = _watch(tmp_path, site)
@@ -112,7 +114,7 @@ def test_bytecode_python_writes_for_a_source_is_no_write_but_a_forgery_is(tmp_pa
     import marshal
     import py_compile
 
-    from kgit.engine.measuring.watch import faithful_bytecode
+    from kgit.engine.measuring.isolation.watch import faithful_bytecode
 
     site = tmp_path / "site"
     site.mkdir()

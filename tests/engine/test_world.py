@@ -1,4 +1,4 @@
-"""The world a measuring process runs in (kgit/engine/measuring/world.py): an environment built
+"""The world a measuring process runs in (kgit/engine/measuring/isolation/world.py): an environment built
 from an allowlist, kgit's measuring code from a copy kgit made, a private home; and the manifest's
 `env:` that declares what a harness needs beyond it (issue 35, items 1 and 2)."""
 
@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kgit.engine.measuring.world import env_changes, open_world, recorded_env, unpassed_hint
+from kgit.engine.measuring.isolation.world import (
+    env_changes,
+    open_world,
+    recorded_env,
+    unpassed_hint,
+)
 from kgit.errors import KgitError, UsageError
 from kgit.records.manifest import parse_manifest
 from tests.conftest import MANIFEST
@@ -156,7 +161,7 @@ def test_the_processes_of_one_commit_share_a_compile_cache_and_no_others_do(
     other two worlds (a round's two sides) never do, and the shared cache goes with its block."""
     from types import SimpleNamespace
 
-    from kgit.engine.measuring.sealed import harness_world, one_commit_cache
+    from kgit.engine.measuring.isolation.sealed import harness_world, one_commit_cache
 
     campaign = SimpleNamespace(manifest=SimpleNamespace(env={}))
     tree = tmp_path / "tree"

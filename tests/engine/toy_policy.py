@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring import passes
-from kgit.engine.measuring.passes import Say
-from kgit.engine.measuring.target import (
+from kgit.engine.measuring.harness import passes
+from kgit.engine.measuring.harness.passes import Say
+from kgit.engine.measuring.policies.target import (
     Calibrated,
     Outcome,
     Pick,

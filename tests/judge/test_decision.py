@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import pytest
 
 from kgit.judge.decision import Judged, Standard, decide
@@ -19,6 +21,7 @@ from kgit.judge.verdict import (
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Interleaved, Thresholds
 from kgit.records.notes import ACCEPTED, ROLLED_BACK
+from kgit.records.policies import POLICIES
 
 LABELS = ["small", "large"]
 BEST = {"small": 100.0, "large": 400.0}
@@ -26,7 +29,7 @@ FLOORS = {"small": 0.01, "large": 0.01}
 
 
 def standard(versus: str = "best") -> Standard:
-    return Standard(BEST, Thresholds(), Interleaved(), FLOORS, versus)
+    return Standard(BEST, Thresholds(), FLOORS, versus, Interleaved())
 
 
 def seed_evidence(*scales: float) -> Evidence:
@@ -101,3 +104,17 @@ def test_the_pairs_rule_rolls_back_a_loss() -> None:
     judged = decide(paired_evidence(0.90), standard(), pairs_rule)
     assert judged.verdict.decision == ROLLED_BACK
     assert "the candidate is slower" in judged.verdict.reasons
+
+
+def test_the_standard_names_no_policy_and_the_pairs_rule_reads_its_own_settings() -> None:
+    """No field of Standard bears a policy's name: the pairs' rule finds its settings under the
+    neutral `settings`, judges with them, and refuses a standard that carries none."""
+    assert not {f.name for f in fields(Standard)} & set(POLICIES)
+    evidence = paired_evidence(1.003, pairs=4)
+    strict = replace(standard(), settings=Interleaved(min_effect_pct=5.0))
+    assert (
+        decide(evidence, standard(), pairs_rule).judgement
+        != decide(evidence, strict, pairs_rule).judgement
+    )
+    with pytest.raises(TypeError, match="Interleaved settings"):
+        pairs_rule(evidence, replace(standard(), settings=None))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgit.engine.measuring.passes import HarnessError, require_memory
+from kgit.engine.measuring.harness.passes import HarnessError, require_memory
 from kgit.measure import timing_blocks
 from kgit.measure.budget import asked_bytes, budget
 from kgit.measure.harness import Settings, run_harness

@@ -196,3 +196,27 @@ def test_the_default_policy_is_interleaved_and_a_named_seed_is_kept() -> None:
     assert manifest_from_stored(json.dumps(stored)).decision_policy == "seed"
     stored["decision_policy"] = None
     assert manifest_from_stored(json.dumps(stored)).decision_policy == "seed"
+
+
+def test_a_policys_settings_are_the_manifest_section_of_its_name() -> None:
+    """What a policy's rule reads besides the thresholds: its own section (`interleaved:`), found
+    by the policy's name; a policy with no section has none."""
+    from kgit.records.manifest import Interleaved
+
+    manifest = parse_manifest(VALID + "interleaved: {confidence: 0.95}\n")[0]
+    assert manifest.policy_settings == Interleaved(confidence=0.95)
+    assert parse_manifest(VALID + "decision_policy: seed\n")[0].policy_settings is None
+
+
+def test_a_policy_added_to_the_table_is_one_the_manifest_accepts_and_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The manifest spells no policy: a row added to the table is enough for `decision_policy`
+    to accept its name, and for the hint of a wrong one to list it."""
+    from kgit.records.policies import POLICIES
+
+    assert "`toy`" not in _problems(VALID + "decision_policy: vibes\n")
+    monkeypatch.setitem(POLICIES, "toy", "tests.engine.toy_policy")
+    assert parse_manifest(VALID + "decision_policy: toy\n")[0].decision_policy == "toy"
+    said = _problems(VALID + "decision_policy: vibes\n")
+    assert "expected one of `seed`, `interleaved`, `toy`; the default is `interleaved`" in said

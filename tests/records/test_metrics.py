@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from kgit.errors import SchemaError
+from kgit.errors import SchemaError, UsageError
 from kgit.judge.floor import over_peak, pct_of_peak, resolve_floor, table_rates
 from kgit.judge.monotonic import memory_bound, monotonic_check, rule_value, side_metrics
 from kgit.records.manifest import Peaks, parse_manifest
@@ -93,3 +93,14 @@ def test_a_custom_column_declares_its_unit_by_its_name() -> None:
     assert metric_of("Forward TFLOPS_p50").shape_dims == ("M", "N", "K")
     assert metric_of("Forward GB/s_p50").template == "memory"
     assert metric_of("tokens").bound is None and metric_of("tokens").template == "gemm"
+
+
+@pytest.mark.parametrize("column", ["Forward Time (ms)", "Backward Time (ms)", "latency (us)"])
+def test_a_time_column_is_refused_as_the_metric(column: str) -> None:
+    """Every comparison reads a larger value as the better one: a time named as the metric would
+    have a slower kernel accepted, so the manifest refuses it; a rate of one's own still passes."""
+    with pytest.raises(UsageError) as refused:
+        parse_manifest(manifest_text(column))
+    assert f"primary_metric: {column!r} is a time, where lower is better" in refused.value.message
+    _, warnings = parse_manifest(manifest_text("Tokens per second"))
+    assert warnings and "higher is better" in warnings[0]

@@ -33,8 +33,8 @@ def test_a_paired_change_is_not_printed_as_the_first_pass_against_the_best() -> 
 
 
 def test_the_report_names_the_policy_in_its_own_words() -> None:
-    """Each policy's module says what the report shows of it (kgit/engine/measuring/policy.py)."""
-    from kgit.engine.measuring.policy import policy_named
+    """Each policy's module says what the report shows of it (kgit/engine/measuring/policies/policy.py)."""
+    from kgit.engine.measuring.policies.policy import policy_named
     from kgit.records.manifest import Thresholds
 
     th = Thresholds(core_regression_pct=5.0, noise_band_pct=2.0)

@@ -6,7 +6,7 @@ runs the gate (the manifest's test_command, as the commit hook runs it) there:
 
 1. on the unmutated kernel (the control: it must pass, or no mutant can be judged; its time sizes
    the per-mutant timeout), recording which Triton kernels it launches, as the target shapes'
-   harness pass is recorded too (kgit/engine/measuring/launches.py, kgit/judge/reach.py);
+   harness pass is recorded too (kgit/engine/measuring/harness/launches.py, kgit/judge/reach.py);
 2. on each kernel_source file replaced by one that cannot load or build (the canary: a gate that
    still passes never loads that file from the tree, e.g. it imports an installed copy), unless
    the gate launched a kernel of that file;
@@ -130,7 +130,7 @@ def background_audit(campaign: Campaign, say: Say, *, echo: bool) -> None:
     the quick audit under the device's measuring lock, since its gate runs use the device as a
     harness does. Its mark goes only once the audit has ended as the inline one does (recorded,
     or stopped with a warning); a kill or a crash leaves it, read as an interrupted audit."""
-    from kgit.engine.measuring.devicelock import measuring
+    from kgit.engine.measuring.device.devicelock import measuring
 
     await_mark(campaign)
     with measuring(campaign.repo, f"campaign {campaign.name}: the baseline's gate audit", say):

@@ -6,7 +6,7 @@ baseline is recorded instead of waiting for the audit's gate runs (two gate runs
 the baseline's terminal does not reach it) and writes a mark, `.git/kgit/audit/<campaign>.json`:
 the process (pid and start time, so that a recycled pid is never taken for it), the commit
 audited and its log. The process holds the device's measuring lock for its whole run
-(kgit/engine/measuring/devicelock.py): the audit's gate runs use the device as a harness does,
+(kgit/engine/measuring/device/devicelock.py): the audit's gate runs use the device as a harness does,
 so a `kgit round validate` waits for it instead of timing beside it. It records its result
 where the audit's result is recorded now (the campaign's state, kgit/engine/guards/audit.py),
 then removes the mark. A mark whose process is gone is an interrupted audit: nothing it had

@@ -29,7 +29,7 @@ from kgit.engine.guards.audit_run import (
     tier_of,
 )
 from kgit.engine.guards.audit_tree import extra_tree, gate_env, gate_with, parallel_trees
-from kgit.engine.measuring.launches import baseline_log, read_launches, recording
+from kgit.engine.measuring.harness.launches import baseline_log, read_launches, recording
 from kgit.engine.user_commands import CommandResult, start_command
 from kgit.judge.audit_coverage import coverage, covered_words
 from kgit.judge.mutants import CPP_SUFFIXES, PYTHON_SUFFIXES, Mutant, draw

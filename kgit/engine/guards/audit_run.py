@@ -2,7 +2,7 @@
 side in kgit's audit trees, then the survivors checked against the harness's own reference.
 
 1. The control (the gate on the unmutated kernel) and one harness pass over the target shapes
-   run at once, each with kgit's launch recorder (kgit/engine/measuring/launches.py): which kernels each
+   run at once, each with kgit's launch recorder (kgit/engine/measuring/harness/launches.py): which kernels each
    launches (kgit/judge/reach.py).
 2. Mutants in order of reach (kgit/judge/mutants.py `draw`): a mutant of a kernel that neither
    launches is not run (UNREACHED); one of a kernel the target shapes launch and the gate never
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards.audit_tree import gate_env, mutant_env, reset, write_file
-from kgit.engine.measuring.launches import read_launches, recording
+from kgit.engine.measuring.harness.launches import read_launches, recording
 from kgit.engine.user_commands import CommandResult, Started, harness_command, start_command
 from kgit.judge.mutants import TAIL_KINDS, Mutant
 from kgit.judge.reach import GATE, SHAPES, UNREACHED, Launches, Reach

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.sealed import gate_env as sealed_gate_env
-from kgit.engine.measuring.side_trees import measuring_tree
+from kgit.engine.measuring.isolation.sealed import gate_env as sealed_gate_env
+from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.engine.user_commands import CommandResult, run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
@@ -60,7 +60,7 @@ def run_gate(campaign: Campaign, tree: Path, timeout_s: float) -> CommandResult:
 
 
 def gate_env(campaign: Campaign, tree: Path) -> dict[str, str]:
-    # The gate's world (kgit/engine/measuring/world.py): no bytecode cache is written, so a
+    # The gate's world (kgit/engine/measuring/isolation/world.py): no bytecode cache is written, so a
     # mutant of the same size written within the same second as the file it replaced is never
     # read back from, nor leaves behind, a stale .pyc.
     return sealed_gate_env(campaign, tree)

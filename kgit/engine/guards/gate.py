@@ -1,7 +1,7 @@
 """The correctness gate: the manifest's test command on exactly the snapshot being recorded.
 
 The gate runs once a round, where it can be trusted: in kgit's clean checkout of the snapshot
-(the candidate's measuring tree, kgit/engine/measuring/side_trees.py), which holds the snapshot's files and
+(the candidate's measuring tree, kgit/engine/measuring/sides/side_trees.py), which holds the snapshot's files and
 nothing untracked or ignored (a conftest.py, a module that shadows one the tests import, that
 could turn a failing suite green in the user's work tree). The commit hook gates the staged
 tree there, and its pass is bound to the *tree* hash, so `kgit round validate` and `accept`
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, now
-from kgit.engine.measuring.sealed import gate_lib, run_in_gate_world, watched
-from kgit.engine.measuring.side_trees import measuring_tree
-from kgit.engine.measuring.world import unpassed_hint
+from kgit.engine.measuring.isolation.sealed import gate_lib, run_in_gate_world, watched
+from kgit.engine.measuring.isolation.world import unpassed_hint
+from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.engine.user_commands import CommandResult
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo

@@ -14,13 +14,14 @@ from kgit.engine.guards.audit import audit_at_baseline
 from kgit.engine.guards.audit_background import inline_wanted, start_audit
 from kgit.engine.guards.gate import frozen_files, gate_failure, gate_files, record_gate, run_tests
 from kgit.engine.guards.trust import require_trusted
-from kgit.engine.measuring.calibration import baseline_pass
-from kgit.engine.measuring.launches import baseline_log, harness_records, traced_sources
-from kgit.engine.measuring.passes import Measurement, require_clean
-from kgit.engine.measuring.physical_floor import impossible, measured_rates
-from kgit.engine.measuring.pyenv import environment
-from kgit.engine.measuring.target import Calibrated
+from kgit.engine.measuring.device.pyenv import environment
+from kgit.engine.measuring.harness.launches import baseline_log, harness_records, traced_sources
+from kgit.engine.measuring.harness.passes import Measurement
+from kgit.engine.measuring.harness.physical_floor import impossible, measured_rates
+from kgit.engine.measuring.policies.calibration import baseline_pass
+from kgit.engine.measuring.policies.target import Calibrated
 from kgit.engine.rounds.keep_tips import print_tips
+from kgit.engine.rounds.preconditions import require_clean
 from kgit.engine.rounds.round import links_out
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo

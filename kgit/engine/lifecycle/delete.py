@@ -13,7 +13,7 @@ import re
 from kgit.engine.campaign import list_campaigns
 from kgit.engine.guards.audit_background import forget
 from kgit.engine.guards.trust import config_key
-from kgit.engine.measuring.trees import campaign_folder, checkouts_in, remove_trees
+from kgit.engine.measuring.sides.trees import campaign_folder, checkouts_in, remove_trees
 from kgit.engine.remote import TRACKING
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo

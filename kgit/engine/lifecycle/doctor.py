@@ -14,7 +14,7 @@ from collections.abc import Callable
 from kgit.engine.campaign import Campaign
 from kgit.engine.guards import seal
 from kgit.engine.guards.audit_background import audit_progress
-from kgit.engine.measuring.trees import (
+from kgit.engine.measuring.sides.trees import (
     MB,
     campaign_folder,
     checkouts_in,

@@ -1,5 +1,5 @@
 """`kgit gc`: the measuring trees nothing will measure in again, removed (kgit/engine/measuring/
-trees.py): those of a campaign that is gone (deleted, or its refs removed by hand), of a
+sides/trees.py): those of a campaign that is gone (deleted, or its refs removed by hand), of a
 finished one, and of a round's linked work tree that was removed; then git forgets the work trees
 whose folders are gone (`git worktree prune`).
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign, list_campaigns
-from kgit.engine.measuring.trees import (
+from kgit.engine.measuring.sides.trees import (
     MB,
     checkouts_in,
     disk_bytes,

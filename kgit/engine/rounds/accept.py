@@ -9,11 +9,12 @@ from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.audit_background import wait_for_audit
 from kgit.engine.guards.gate import ensure_gated
 from kgit.engine.guards.seal import require_unchanged
-from kgit.engine.measuring.passes import best_values, device_reasons
-from kgit.engine.measuring.physical_floor import impossible
-from kgit.engine.measuring.policy import policy_named
-from kgit.engine.measuring.validation import recorded_measured
+from kgit.engine.measuring.harness.passes import device_reasons
+from kgit.engine.measuring.harness.physical_floor import impossible
+from kgit.engine.measuring.policies.policy import policy_named
+from kgit.engine.measuring.policies.validation import recorded_measured
 from kgit.engine.recovery import interrupted_close
+from kgit.engine.rounds.preconditions import best_values
 from kgit.engine.rounds.round import (
     active_labels,
     change_facts,

@@ -17,7 +17,7 @@
    (kgit/engine/rounds/final_branch.py).
 5. The final report in notes `refs/notes/kgit/<campaign>/final` on the best line's tip and in the
    campaign record (`final/report.md`, `final/benchmark.csv`); the campaign marked finished.
-6. kgit's measuring trees of the campaign removed (kgit/engine/measuring/trees.py): nothing
+6. kgit's measuring trees of the campaign removed (kgit/engine/measuring/sides/trees.py): nothing
    measures a finished campaign again, and `--reopen` checks them out anew.
 
 Checks 1-3 run before anything is written; any failure refuses with every reason listed.
@@ -35,26 +35,26 @@ from kgit.engine.guards.audit_background import wait_for_audit
 from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.guards.seal import drifts, problem
 from kgit.engine.guards.trust import require_trusted
-from kgit.engine.measuring.passes import (
+from kgit.engine.measuring.harness.passes import (
     HarnessError,
     Measurement,
     check_fingerprint,
     measure,
-    require_clean,
 )
-from kgit.engine.measuring.physical_floor import impossible
-from kgit.engine.measuring.policy import Policy, policy_of
-from kgit.engine.measuring.sealed import run_in_gate_world
-from kgit.engine.measuring.side_trees import measuring_tree, require_pristine
-from kgit.engine.measuring.target import Outcome
-from kgit.engine.measuring.trees import remove_campaign_trees
-from kgit.engine.measuring.validation import Target, ran_resident, validate
+from kgit.engine.measuring.harness.physical_floor import impossible
+from kgit.engine.measuring.isolation.sealed import run_in_gate_world
+from kgit.engine.measuring.policies.policy import Policy, policy_of
+from kgit.engine.measuring.policies.target import Outcome
+from kgit.engine.measuring.policies.validation import Target, ran_resident, validate
+from kgit.engine.measuring.sides.side_trees import measuring_tree, require_pristine
+from kgit.engine.measuring.sides.trees import remove_campaign_trees
 from kgit.engine.rounds.final_branch import (
     FinalCommit,
     final_branch,
     final_commits,
     write_final_branch,
 )
+from kgit.engine.rounds.preconditions import require_clean
 from kgit.errors import KgitError
 from kgit.judge.figures import figure_dict, measured
 from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
@@ -267,7 +267,7 @@ def _full_validation(
     echo: bool,
 ) -> None:
     """Every active target shape, the best line against the baseline commit, through the
-    rounds' own validation path (kgit/engine/measuring/validation.py), judged with the FACTS of
+    rounds' own validation path (kgit/engine/measuring/policies/validation.py), judged with the FACTS of
     the campaign's change (kgit/judge/judgement.py) into CHECK. Both sides are measured now: the
     baseline's figures are not taken from its note (nor from anything else a round wrote)."""
     facts, check = judged

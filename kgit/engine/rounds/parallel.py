@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.passes import require_clean
+from kgit.engine.rounds.preconditions import require_clean
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
 from kgit.progress import Say

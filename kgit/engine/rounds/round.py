@@ -20,9 +20,9 @@ from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.hooks import hooks_missing
 from kgit.engine.guards.rule11_scan import rule11_findings
 from kgit.engine.guards.trust import require_trusted
-from kgit.engine.measuring.passes import require_clean
 from kgit.engine.recovery import adoptable_orphan, sweep_stray_branches
 from kgit.engine.rounds.parallel import check_out_in_worktree, leave_for_best, require_free_worktree
+from kgit.engine.rounds.preconditions import require_clean
 from kgit.errors import KgitError, UsageError
 from kgit.judge.judgement import Facts
 from kgit.judge.rule11 import Finding

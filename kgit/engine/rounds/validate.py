@@ -9,13 +9,14 @@ import statistics
 
 from kgit.engine.campaign import Campaign, now
 from kgit.engine.guards.gate import ensure_gated
-from kgit.engine.measuring.passes import HarnessError, Measurement, best_values, device_reasons
-from kgit.engine.measuring.physical_floor import impossible
-from kgit.engine.measuring.policy import policy_of
-from kgit.engine.measuring.pyenv import environment
-from kgit.engine.measuring.sealed import run_in_gate_world
-from kgit.engine.measuring.target import Outcome, Target, ran_resident, statistics_dict
-from kgit.engine.measuring.validation import validate
+from kgit.engine.measuring.device.pyenv import environment
+from kgit.engine.measuring.harness.passes import HarnessError, Measurement, device_reasons
+from kgit.engine.measuring.harness.physical_floor import impossible
+from kgit.engine.measuring.isolation.sealed import run_in_gate_world
+from kgit.engine.measuring.policies.policy import policy_of
+from kgit.engine.measuring.policies.target import Outcome, Target, ran_resident, statistics_dict
+from kgit.engine.measuring.policies.validation import validate
+from kgit.engine.rounds.preconditions import best_values
 from kgit.engine.rounds.round import (
     active_labels,
     change_facts,

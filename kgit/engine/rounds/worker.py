@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.devicelock import device_key
-from kgit.engine.measuring.passes import HarnessError
+from kgit.engine.measuring.device.devicelock import device_key
+from kgit.engine.measuring.harness.passes import HarnessError
 from kgit.engine.rounds.accept import accept_round
 from kgit.engine.rounds.hypotheses import Hypothesis, Ledger, parse_line, read_queue
 from kgit.engine.rounds.parallel import rebase_round

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring import passes
-from kgit.engine.measuring.passes import check_fingerprint
-from kgit.engine.measuring.side_trees import require_pristine
-from kgit.engine.measuring.target import (
+from kgit.engine.measuring.harness import passes
+from kgit.engine.measuring.harness.passes import check_fingerprint
+from kgit.engine.measuring.policies.target import (
     Calibrated,
     Outcome,
     Pick,
@@ -21,6 +20,7 @@ from kgit.engine.measuring.target import (
     evidence_for,
     standard_for,
 )
+from kgit.engine.measuring.sides.side_trees import require_pristine
 from kgit.judge.decision import decide
 from kgit.judge.rules import seed_rule
 from kgit.progress import Say
@@ -88,7 +88,7 @@ def words(thresholds: Thresholds) -> str:
 
 
 if TYPE_CHECKING:  # mypy holds this module to the protocol
-    from kgit.engine.measuring import policy_seed
-    from kgit.engine.measuring.policy import Policy
+    from kgit.engine.measuring.policies import policy_seed
+    from kgit.engine.measuring.policies.policy import Policy
 
     _POLICY: Policy = policy_seed

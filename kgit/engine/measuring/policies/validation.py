@@ -1,22 +1,22 @@
 """One validation path: a candidate measured against a reference and judged under the campaign's
-policy (kgit/engine/measuring/policy.py). `kgit round validate` compares the round's commit with the best
+policy (kgit/engine/measuring/policies/policy.py). `kgit round validate` compares the round's commit with the best
 line, `kgit finish` the best line with the baseline, and `kgit baseline` calibrates the noise
-floors with the same sampling, the baseline against itself (kgit/engine/measuring/calibration.py).
+floors with the same sampling, the baseline against itself (kgit/engine/measuring/policies/calibration.py).
 
-- `seed` (kgit/engine/measuring/policy_seed.py): the candidate's passes against the reference's stored
+- `seed` (kgit/engine/measuring/policies/policy_seed.py): the candidate's passes against the reference's stored
   per-shape values, re-measured in the noise band (the seed's rule 3 and noise rule).
-- `interleaved` (kgit/engine/measuring/policy_interleaved.py): the reference's commit in kgit's own work
+- `interleaved` (kgit/engine/measuring/policies/policy_interleaved.py): the reference's commit in kgit's own work
   tree (A) and the candidate (B), each a resident harness when the harness speaks the protocol
-  (kgit/engine/measuring/sides.py). Per shape, quads of short blocks A,B,B,A, so that the chip's
+  (kgit/engine/measuring/sides/sides.py). Per shape, quads of short blocks A,B,B,A, so that the chip's
   clock falls on both sides alike; each quad is one pair of the log-ratio statistics
   (kgit/judge/stats.py), sampled until the verdict is settled. With a plain harness a pair is two
-  whole passes, in alternating order (kgit/engine/measuring/interleaved.py).
+  whole passes, in alternating order (kgit/engine/measuring/policies/interleaved.py).
 
 Evidence pools: a validation of the tree and reference that earlier evidence is about adds to it
 (kgit/records/evidence.py), and the verdict is recomputed over everything measured. A validation
 measures; the judgement of what it measured is kgit/judge/judgement.py's `judge`, called by
 validate, accept (over the recorded evidence: `recorded_measured`) and finish. What a validation
-compares and returns: kgit/engine/measuring/target.py.
+compares and returns: kgit/engine/measuring/policies/target.py.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.policy import Policy, policy_named
-from kgit.engine.measuring.side_trees import measuring_tree
-from kgit.engine.measuring.target import (
+from kgit.engine.measuring.policies.policy import Policy, policy_named
+from kgit.engine.measuring.policies.target import (
     Outcome,
     Target,
     ran_resident,
     standard_for,
 )
+from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.judge.judgement import Measured
 from kgit.progress import Say
 from kgit.records.evidence import Evidence

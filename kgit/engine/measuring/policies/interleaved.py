@@ -1,4 +1,4 @@
-"""The interleaved policy (see kgit/engine/measuring/validation.py): the reference (A) and the candidate (B)
+"""The interleaved policy (see kgit/engine/measuring/policies/validation.py): the reference (A) and the candidate (B)
 measured in alternation, as resident harnesses in quads of short blocks or as whole passes, and
 sampled until the verdict is settled.
 """
@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.passes import HarnessError, Measurement, check_fingerprint
-from kgit.engine.measuring.side_trees import require_pristine
-from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, start_side
-from kgit.engine.measuring.target import Outcome, Target, evidence_for, standard_for
+from kgit.engine.measuring.harness.passes import HarnessError, Measurement, check_fingerprint
+from kgit.engine.measuring.policies.target import Outcome, Target, evidence_for, standard_for
+from kgit.engine.measuring.sides.side_trees import require_pristine
+from kgit.engine.measuring.sides.sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.errors import KgitError
 from kgit.judge.decision import Standard, decide
 from kgit.judge.rules import pairs_rule
@@ -238,7 +238,7 @@ def _sample_quad(
         for index, name in enumerate(order):
             side, idle = (a, b) if name == "A" else (b, a)
             # The idle side is stopped while this one measures: a thread of its harness
-            # could otherwise slow this side down (kgit/engine/measuring/holding.py).
+            # could otherwise slow this side down (kgit/engine/measuring/sides/holding.py).
             idle.hold()
             side.release()
             # Each side's units are placed anew once a quad (kgit/measure/timing_blocks.py).

@@ -1,8 +1,8 @@
 """The interleaved policy (`decision_policy: interleaved`, the default): the reference (A) and
 the candidate (B) measured in alternation in one validation, as resident harnesses in quads of
-short blocks or as whole passes (kgit/engine/measuring/interleaved.py), and judged by the pairs'
+short blocks or as whole passes (kgit/engine/measuring/policies/interleaved.py), and judged by the pairs'
 confidence intervals against the noise floors that the baseline's A/A calibration measured
-(kgit/engine/measuring/calibration.py; kgit/judge/stats.py).
+(kgit/engine/measuring/policies/calibration.py; kgit/judge/stats.py).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.calibration import calibrate
-from kgit.engine.measuring.interleaved import floors_for, measure_interleaved
-from kgit.engine.measuring.sealed import sealed
-from kgit.engine.measuring.side_trees import measuring_tree
-from kgit.engine.measuring.target import Outcome, Target
+from kgit.engine.measuring.isolation.sealed import sealed
+from kgit.engine.measuring.policies.calibration import calibrate
+from kgit.engine.measuring.policies.interleaved import floors_for, measure_interleaved
+from kgit.engine.measuring.policies.target import Outcome, Target
+from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.judge.rules import pairs_rule
 from kgit.progress import Say
 from kgit.records.evidence import Evidence
@@ -54,7 +54,7 @@ def words(thresholds: Thresholds) -> str:
 
 
 if TYPE_CHECKING:  # mypy holds this module to the protocol
-    from kgit.engine.measuring import policy_interleaved
-    from kgit.engine.measuring.policy import Policy
+    from kgit.engine.measuring.policies import policy_interleaved
+    from kgit.engine.measuring.policies.policy import Policy
 
     _POLICY: Policy = policy_interleaved

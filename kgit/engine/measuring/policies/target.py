@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgit.engine.measuring.passes import Measurement
-from kgit.engine.measuring.physical_floor import measured_rates
+from kgit.engine.measuring.harness.passes import Measurement
+from kgit.engine.measuring.harness.physical_floor import measured_rates
 from kgit.judge.decision import Rule, Standard
 from kgit.judge.floor import Rates
 from kgit.judge.judgement import Judgement, Measured
@@ -38,7 +38,7 @@ Pick = Callable[[Measurement], list[str]]
 class Target:
     """What a validation compares: the candidate commit (its tree names the evidence) and the
     reference commit with its stored per-shape values, on LABELS. Each is measured from a work
-    tree of kgit's own holding that commit's files only (kgit/engine/measuring/side_trees.py)."""
+    tree of kgit's own holding that commit's files only (kgit/engine/measuring/sides/side_trees.py)."""
 
     candidate: str
     candidate_tree: str
@@ -97,9 +97,10 @@ def standard_for(
     floors: dict[str, float] | None = None,
 ) -> Standard:
     """What a validation of LABELS is judged against: the reference's stored VALUES on them,
-    the campaign's thresholds and settings, the policy's FLOORS; VERSUS names the reference."""
+    the campaign's thresholds and its policy's settings, the policy's FLOORS; VERSUS names the
+    reference."""
     reference = {label: values[label] for label in labels if label in values}
-    return Standard(reference, manifest.thresholds, manifest.interleaved, floors or {}, versus)
+    return Standard(reference, manifest.thresholds, floors or {}, versus, manifest.policy_settings)
 
 
 def ran_resident(baseline: RoundNote | None) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.passes import Measurement
+from kgit.engine.measuring.harness.passes import Measurement
 from kgit.judge.floor import (
     Rates,
     campaign_floor,

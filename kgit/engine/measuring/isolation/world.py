@@ -28,7 +28,7 @@ So what a measuring process sees is decided here, from an allowlist, by construc
   run time (it reads the tree it runs in); a round's two sides never share one.
 
 What a process could still do, write files that another process or a later round reads, is found
-by `kgit/engine/measuring/watch.py`.
+by `kgit/engine/measuring/isolation/watch.py`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kgit.engine.measuring.watch import changed_under, note_world_writes
+from kgit.engine.measuring.isolation.watch import changed_under, note_world_writes
 from kgit.errors import KgitError
 from kgit.records.manifest_checks import KGIT_OWN_ENV
 from kgit.resources import package_home
@@ -94,7 +94,7 @@ class World:
 
     def close(self) -> None:
         """Remove the world; a write into its copy of kgit's code (by its process, or by the
-        other side's looking for it) is handed to the watch (kgit/engine/measuring/watch.py)."""
+        other side's looking for it) is handed to the watch (kgit/engine/measuring/isolation/watch.py)."""
         if self.copied_ns:
             note_world_writes([p for p in changed_under(self.lib, self.copied_ns) if p.is_file()])
         shutil.rmtree(self.root, ignore_errors=True)

@@ -1,5 +1,5 @@
-"""kgit's measuring trees on disk, `.git/kgit/worktrees/<campaign>/` (kgit/engine/measuring/
-worktree.py checks them out): which there are, what they cost, and their removal once nothing
+"""kgit's measuring trees on disk, `.git/kgit/worktrees/<campaign>/` (kgit/engine/measuring/sides/
+side_trees.py checks them out): which there are, what they cost, and their removal once nothing
 will measure in them (a finished or deleted campaign, a round's work tree that is gone).
 
 Each tree is a full checkout of one commit (and a rebuild's outputs), and a campaign has up to

@@ -1,5 +1,5 @@
-"""A pass of the quick harness: one measurement, checked against the frozen schema; and the
-preconditions every state-changing command shares."""
+"""A pass of the quick harness: one measurement, checked against the frozen schema; and what
+must hold for two measurements to be compared (the fingerprint, the device)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.baseline_snrs import precision_checked
-from kgit.engine.measuring.pyenv import command_facts
-from kgit.engine.measuring.sealed import harness_world, sealed, world_facts
-from kgit.engine.measuring.world import env_changes, unpassed_hint
+from kgit.engine.measuring.device.pyenv import command_facts
+from kgit.engine.measuring.harness.baseline_snrs import precision_checked
+from kgit.engine.measuring.isolation.sealed import harness_world, sealed, world_facts
+from kgit.engine.measuring.isolation.world import env_changes, unpassed_hint
 from kgit.engine.user_commands import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.errors import KgitError, SchemaError
-from kgit.gitdoor import Repo
 from kgit.judge.scoring import Score, score
 from kgit.progress import Say, phase
-from kgit.records.notes import RoundNote, in_line_order
 from kgit.records.protocol import (
     MEMORY_SHARE_ENV,
     changed_since_written,
@@ -235,30 +233,9 @@ def _memory_words(report: dict[str, Any]) -> str:
     )
 
 
-def require_clean(repo: Repo, action: str) -> None:
-    dirty = repo.dirty_paths()
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        raise KgitError(
-            f"cannot {action}: uncommitted changes in tracked files ({shown})",
-            hint="on a round's branch, commit them (git commit runs the gate); elsewhere set "
-            'them aside: git stash, then kgit round start "HYPOTHESIS" and git stash pop (a '
-            "best line moves only through kgit round accept)",
-        )
-
-
-def best_values(rounds: list[tuple[str, RoundNote]], line: list[str]) -> dict[str, float]:
-    """Per-shape values of the best line: the baseline, overlaid by each accepted round's shapes
-    in the order the best line took them (LINE: its commits, newest first)."""
-    values: dict[str, float] = {}
-    for note in in_line_order([(c, n) for c, n in rounds if n.accepted], line):
-        values.update(note.values())
-    return values
-
-
 # What must match for two measurements to be compared; clocks are recorded but vary by design.
-# python_startup: a digest of the interpreter's start-up files (kgit/engine/measuring/pyenv.py);
-# environment and kgit_measuring: the process's world (kgit/engine/measuring/world.py).
+# python_startup: a digest of the interpreter's start-up files (kgit/engine/measuring/device/pyenv.py);
+# environment and kgit_measuring: the process's world (kgit/engine/measuring/isolation/world.py).
 FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "hip", "torch", "triton", "python_startup",
                     "kgit_measuring", "environment")  # fmt: skip
 

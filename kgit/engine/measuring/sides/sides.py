@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.holding import HELD_CPU_ALLOWANCE_S
-from kgit.engine.measuring.passes import HarnessError, Measurement, measure, read_run
-from kgit.engine.measuring.sealed import harness_world, world_facts
-from kgit.engine.measuring.side_process import SideProcess
-from kgit.engine.measuring.world import World
+from kgit.engine.measuring.harness.passes import HarnessError, Measurement, measure, read_run
+from kgit.engine.measuring.isolation.sealed import harness_world, world_facts
+from kgit.engine.measuring.isolation.world import World
+from kgit.engine.measuring.sides.holding import HELD_CPU_ALLOWANCE_S
+from kgit.engine.measuring.sides.side_process import SideProcess
 from kgit.engine.orphans import tether
 from kgit.engine.user_commands import CommandResult, classify_harness, harness_command
 from kgit.progress import Say, add_phase

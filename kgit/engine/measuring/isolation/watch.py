@@ -236,7 +236,7 @@ def _under(path: Path, folders: tuple[Path, ...]) -> bool:
 
 
 # Writes found in a measuring process's own copy of kgit's code when its world closed
-# (kgit/engine/measuring/world.py): refused with the watch's findings.
+# (kgit/engine/measuring/isolation/world.py): refused with the watch's findings.
 _world_writes: list[Path] = []
 
 

@@ -33,7 +33,7 @@ def recording(
     files whose lines it records as they run (the kernel's Python sources); CHEAP: only where
     it costs next to nothing (sys.monitoring, Python 3.12+)."""
     log.write_text("")
-    # The recorder from kgit's copy in the process's world (kgit/engine/measuring/world.py):
+    # The recorder from kgit's copy in the process's world (kgit/engine/measuring/isolation/world.py):
     # never the installed one, whose bytecode a kernel may have rewritten.
     lib = env.get("PYTHONPATH", "").split(os.pathsep)[0]
     hook = Path(lib) / "kgit" / "launch_hook"

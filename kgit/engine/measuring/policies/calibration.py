@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.interleaved import require_reference_passes, sample_pairs
-from kgit.engine.measuring.passes import HarnessError, Measurement
-from kgit.engine.measuring.policy import policy_of
-from kgit.engine.measuring.sealed import one_commit_cache, sealed
-from kgit.engine.measuring.side_trees import measuring_tree
-from kgit.engine.measuring.sides import Launch, Side, close_sides, launch_side, start_side
-from kgit.engine.measuring.target import Calibrated, Pick
+from kgit.engine.measuring.harness.passes import HarnessError, Measurement
+from kgit.engine.measuring.isolation.sealed import one_commit_cache, sealed
+from kgit.engine.measuring.policies.interleaved import require_reference_passes, sample_pairs
+from kgit.engine.measuring.policies.policy import policy_of
+from kgit.engine.measuring.policies.target import Calibrated, Pick
+from kgit.engine.measuring.sides.side_trees import measuring_tree
+from kgit.engine.measuring.sides.sides import Launch, Side, close_sides, launch_side, start_side
 from kgit.judge.stats import (
     Pair,
     calibrate_floors,
@@ -33,7 +33,7 @@ def baseline_pass(
     campaign: Campaign, commit: str, pick: Pick, say: Say, *, echo: bool
 ) -> Calibrated:
     """The baseline's full pass (side B, kgit's candidate work tree), and what the campaign's
-    policy calibrates besides (kgit/engine/measuring/policy.py: Policy.calibrate)."""
+    policy calibrates besides (kgit/engine/measuring/policies/policy.py: Policy.calibrate)."""
     candidate = measuring_tree(campaign, commit, "candidate", say, echo=echo)
     policy = policy_of(campaign.manifest)
     return policy.calibrate(campaign, commit, candidate, pick, say, echo=echo)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgit import progress
-from kgit.engine.measuring.holding import (
+from kgit.engine.measuring.sides.holding import (
     SIDE_ENV,
     Hold,
     kill_adopted,
@@ -149,7 +149,7 @@ class SideProcess:
         self.reader.join(timeout=5)
 
     def hold(self) -> None:
-        """Stop the harness's processes while the other side measures (kgit/engine/measuring/holding.py)."""
+        """Stop the harness's processes while the other side measures (kgit/engine/measuring/sides/holding.py)."""
         if self.held is None and self.proc.poll() is None:
             self.held = Hold(self.proc.pid, self.mark)
             self.held.stop()

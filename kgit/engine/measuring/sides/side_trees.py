@@ -11,10 +11,10 @@ import shutil
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.passes import HarnessError
-from kgit.engine.measuring.sealed import run_in_gate_world
-from kgit.engine.measuring.trees import mark_held
-from kgit.engine.measuring.watch import changed_under
+from kgit.engine.measuring.harness.passes import HarnessError
+from kgit.engine.measuring.isolation.sealed import run_in_gate_world
+from kgit.engine.measuring.isolation.watch import changed_under
+from kgit.engine.measuring.sides.trees import mark_held
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.progress import Say, phase
@@ -76,7 +76,7 @@ def _tree_of(repo: Repo, path: Path) -> bool:
 def _rebuild(campaign: Campaign, side: str, path: Path, say: Say, *, echo: bool) -> None:
     command = campaign.manifest.rebuild_command or ""
     say(f"rebuild ({side} work tree): `{command}`")
-    # In the gate's world (kgit/engine/measuring/world.py): a loader shim in the caller's shell
+    # In the gate's world (kgit/engine/measuring/isolation/world.py): a loader shim in the caller's shell
     # could otherwise build each side's binary differently.
     result = run_in_gate_world(campaign, command, path, echo=echo)
     if not result.ok:
@@ -100,7 +100,7 @@ def require_pristine(path: Path, side: str) -> None:
     """Refuse a measurement when SIDE's work tree no longer holds its commit's files: the other
     side's harness or kernel can reach it, and a candidate that slowed the reference's kernel
     down was once accepted at +80%. Bytecode caches count: measuring processes write none
-    (kgit/engine/measuring/world.py), so one there was put there."""
+    (kgit/engine/measuring/isolation/world.py), so one there was put there."""
     changed = open_repo(path).unclean_paths()
     if changed:
         shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")

@@ -1,6 +1,6 @@
 """A sealed measurement: the device held, and the folders no measuring process may write
-watched from before its processes start until after they are gone (kgit/engine/measuring/watch.py);
-the worlds those processes run in (kgit/engine/measuring/world.py) for the harness and the gate.
+watched from before its processes start until after they are gone (kgit/engine/measuring/isolation/watch.py);
+the worlds those processes run in (kgit/engine/measuring/isolation/world.py) for the harness and the gate.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.measuring.devicelock import measuring
-from kgit.engine.measuring.pyenv import command_facts
-from kgit.engine.measuring.watch import (
+from kgit.engine.measuring.device.devicelock import measuring
+from kgit.engine.measuring.device.pyenv import command_facts
+from kgit.engine.measuring.isolation.watch import (
     Watch,
     drain_world_writes,
     no_bytecode_here,
@@ -24,7 +24,7 @@ from kgit.engine.measuring.watch import (
     require_untainted,
     watched_folders,
 )
-from kgit.engine.measuring.world import (
+from kgit.engine.measuring.isolation.world import (
     World,
     open_world,
     recorded_env,

@@ -89,7 +89,7 @@ def python_facts(python: str) -> dict[str, str]:
     facts = {
         "python_executable": str(probe["executable"]),
         "python_path": os.pathsep.join(probe["path"]),
-        # What a measuring process must not write (kgit/engine/measuring/watch.py): the
+        # What a measuring process must not write (kgit/engine/measuring/isolation/watch.py): the
         # interpreter's own folders, not a project an editable install put on the path.
         "python_libraries": os.pathsep.join(_libraries(probe)),
         "python_startup": f"{len(files)} files, sha256 {digest.hexdigest()[:16]}",

@@ -17,7 +17,7 @@ from kgit.records.policies import POLICIES
 
 if TYPE_CHECKING:
     from kgit.engine.campaign import Campaign
-    from kgit.engine.measuring.target import Calibrated, Outcome, Pick, Target
+    from kgit.engine.measuring.policies.target import Calibrated, Outcome, Pick, Target
     from kgit.judge.decision import Judged, Standard
     from kgit.progress import Say
     from kgit.records.evidence import Evidence
