@@ -6,9 +6,9 @@ whose folders are gone (`git worktree prune`).
 A tree is scratch (checked out again, sealed the same way, when a side needs it), so a tree of a
 campaign still running is kept only to save the next checkout, and is not collected. Nor are the
 trees of a finished campaign's other linked work trees while those exist: a round may still be
-measured there. Nor is a tree another live kgit measures in (its holder mark, kgit/engine/
-measuring/trees.py): the campaign may have been reopened meanwhile, or an audit runs there. What
-goes is decided under the write lock, so a reopen that ran while gc looked is seen."""
+measured there. Nor is a tree another live kgit measures in (its holder mark,
+kgit/engine/measuring/sides/trees.py): the campaign may have been reopened meanwhile, or an audit
+runs there. What goes is decided under the write lock, so a reopen that ran while gc looked is seen."""
 
 from __future__ import annotations
 
