@@ -267,6 +267,30 @@ def _relocate(folder: Path, old: str, new: str) -> None:
                 path.write_text(text.replace(old, new))
 
 
+def built_once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]
+) -> Path:
+    """The folder NAME as BUILD(folder) leaves it, built once for the whole pytest run: under
+    pytest-xdist every process has its own basetemp, and they share its parent, where the first
+    process to ask builds the folder under a lock while the others wait for it. What is built
+    there is read by every process at once: a test copies it, never writes into it. A build
+    that failed is tried again by the next process to ask (and fails its tests too)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = shared / name, shared / f"{name}.built"
+    with open(shared / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                build(folder)
+                done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(tmp_path_factory.mktemp("built"))
