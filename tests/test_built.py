@@ -88,3 +88,35 @@ def test_a_failed_build_is_tried_again_from_an_empty_folder(
     assert sorted(p.name for p in folder.iterdir()) == ["made"]
     again = built_once_per_run(tmp_path_factory, "flaky", lambda f: pytest.fail("built twice"))
     assert again == folder
+
+
+_LAY = """
+import os, sys, time
+from pathlib import Path
+from tests.conftest import Built
+
+here = Path(sys.argv[2])
+
+def build():
+    with open(sys.argv[3], "a") as log:
+        log.write(f"{here}\\n")
+    time.sleep(1)  # the other process asks meanwhile
+    (here / "made").write_text(str(here))
+
+os.chdir(here)
+Built(Path(sys.argv[1])).lay("key", here, build)
+"""
+
+
+def test_a_key_is_built_by_one_process_and_laid_in_the_others(tmp_path: Path) -> None:
+    log, kept = tmp_path / "builds", tmp_path / "kept"
+    kept.mkdir()
+    lays = []
+    for worker in ("gw0", "gw1"):
+        (tmp_path / worker).mkdir()
+        argv = [sys.executable, "-c", _LAY, str(kept), str(tmp_path / worker), str(log)]
+        lays.append(subprocess.Popen(argv))
+    assert [lay.wait(timeout=60) for lay in lays] == [0, 0]
+    [builder] = log.read_text().splitlines()
+    for worker in ("gw0", "gw1"):
+        assert (tmp_path / worker / "made").read_text() == builder
