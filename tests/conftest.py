@@ -220,9 +220,11 @@ def baselined(repo: Path, kernel: str, policy: str) -> Path:
 
 
 class Built:
-    """The folders a fixture built, kept once a session and laid again in each later test's
+    """The folders a fixture built, kept once a run and laid again in each later test's
     tmp_path: a campaign's baseline and rounds, through the CLI as a user runs them, are most of
-    what many fixtures cost, and a copy is the same repository.
+    what many fixtures cost, and a copy is the same repository. ROOT is shared by pytest-xdist's
+    processes (run_folder): the first process to ask for a key builds it, under a lock, and
+    every later test of either process copies it.
 
     A copy is moved, and git keeps absolute paths in three kinds of files: a linked work tree's
     `.git` file, its `gitdir` in the main repository (kgit's measuring trees are linked work
@@ -232,17 +234,18 @@ class Built:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.built_in: dict[str, Path] = {}
 
     def lay(self, key: str, tmp_path: Path, build: Callable[[], object]) -> None:
-        """TMP_PATH as BUILD leaves it: built here the first time KEY is asked for, copied
-        from that first build afterwards (what TMP_PATH already holds of it is replaced)."""
-        kept = self.root / key
-        if key not in self.built_in:
-            build()
-            shutil.copytree(tmp_path, kept, symlinks=True)
-            self.built_in[key] = tmp_path
-            return
+        """TMP_PATH as BUILD leaves it: built here the first time KEY is asked for in this run,
+        copied from that first build afterwards (what TMP_PATH already holds of it is replaced)."""
+        kept, origin = self.root / key, self.root / f"{key}.from"
+        with _locked(self.root / f"{key}.lock"):
+            if not origin.exists():
+                shutil.rmtree(kept, ignore_errors=True)  # a build that failed
+                build()
+                shutil.copytree(tmp_path, kept, symlinks=True)
+                origin.write_text(str(tmp_path))
+                return
         here = Path.cwd()
         for entry in kept.iterdir():
             target = tmp_path / entry.name
@@ -252,7 +255,7 @@ class Built:
                 shutil.copytree(entry, target, symlinks=True)
             else:
                 shutil.copy2(entry, target, follow_symlinks=False)
-        _relocate(tmp_path, f"{self.built_in[key]}/", f"{tmp_path}/")
+        _relocate(tmp_path, f"{origin.read_text()}/", f"{tmp_path}/")
         os.chdir(here)  # a folder of the same name, laid again
 
 
@@ -267,9 +270,46 @@ def _relocate(folder: Path, old: str, new: str) -> None:
                 path.write_text(text.replace(old, new))
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this pytest run that all its processes share: under pytest-xdist each process
+    has its own basetemp (`popen-gwN`), under the run's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """PATH's lock, held alone (by one process of the run)."""
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def built_once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]
+) -> Path:
+    """The folder NAME as BUILD(folder) leaves it, built once for the whole pytest run, in the
+    run's folder (run_folder): the first process to ask builds it under a lock while the others
+    wait for it. What is built there is read by every process at once: a test copies it, never
+    writes into it. A build that failed is tried again by the next process to ask (and fails
+    its tests too)."""
+    shared = run_folder(tmp_path_factory)
+    folder, done = shared / name, shared / f"{name}.built"
+    with _locked(shared / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    return Built(tmp_path_factory.mktemp("built"))
+    return Built(built_once_per_run(tmp_path_factory, "built", lambda folder: None))
 
 
 @pytest.fixture

@@ -2,17 +2,17 @@
 is kept off the best line, by the mechanism its case names (under the seed's rule, and under the
 default policy for the cheats that act on measuring); every control gets on it.
 
-One repository with both campaigns baselined is built per session and copied for each attempt.
+One repository with both campaigns baselined is built once per run (shared by pytest-xdist's
+processes) and copied for each attempt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import built_once_per_run, git
 from tests.corpus.redteam import (
     ATTEMPTS,
     NEXT_VALIDATE,
@@ -36,8 +36,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="session")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield build_template(tmp_path_factory.mktemp("redteam"))
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_once_per_run(tmp_path_factory, "redteam", build_template) / "template"
 
 
 def test_the_corpus_tries_every_cheat_the_issue_names() -> None:
@@ -81,12 +81,15 @@ def test_a_cheat_never_reaches_the_best_line(
 
 
 @pytest.fixture(scope="session")
-def default_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    repo = build_template(tmp_path_factory.mktemp("redteam-default"), policy=None)
+def default_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = built_once_per_run(
+        tmp_path_factory, "redteam-default", lambda root: build_template(root, policy=None)
+    )
+    repo = root / "template"
     for campaign in ("gemm", "moe"):
         stored = git(repo, "show", f"refs/kgit/{campaign}/campaign:manifest.yaml")
         assert '"decision_policy": "interleaved"' in stored
-    yield repo
+    return repo
 
 
 # Under the default policy (interleaved: both sides as resident harnesses, judged in blocks), the
