@@ -173,6 +173,9 @@ def test_gc_leaves_a_tree_a_live_kgit_measures_in(campaign: Path) -> None:
         assert trees_of(repo) == ["reference"]
         words = run_kgit("gc", "--dry-run").out
         assert f"kept reference: kgit pid {measuring.pid} measures in it" in words, words
+        # doctor's repair for a finished campaign's trees is gc, which leaves this one
+        problems = run_kgit("doctor", "--json").json()["problems"]  # type: ignore[index]
+        assert [p for p in problems if p["kind"] == "leftover_trees"] == [], problems
     finally:
         measuring.kill()
         measuring.wait()
