@@ -35,9 +35,13 @@ def best_line(campaign: Campaign, tip: str, accepted: Mapping[str, int] | None =
     ACCEPTED: the commits of the rounds that kept their change (round-1's included), by round
     number, where the caller has them already (`kgit status`, from the lineage's cached rows:
     listing every note again cost ~1 s at 10,000 rounds); the commit chosen from them is checked
-    against the record all the same."""
+    against the record all the same. Without ACCEPTED they come from the record's own notes,
+    never the views' cache of parsed notes: a cache that called the last accept rolled back made
+    an earlier accept the recorded tip, and a best line moved back there was built on, measured
+    against and accepted over."""
     if accepted is None:
-        accepted = {c: note.round for c, note in campaign.all_rounds(False) if note.accepted}
+        rounds = campaign.all_rounds(False, verified=True)
+        accepted = {c: note.round for c, note in rounds if note.accepted}
     if not accepted:
         recorded, number = campaign.state.base, None
     else:
