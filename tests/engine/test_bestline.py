@@ -133,9 +133,10 @@ def _accepted_round(repo: Path, hypothesis: str, speed: int) -> str:
 
 
 def test_a_best_line_moved_back_is_refused_whatever_the_views_cache_says(campaign: Path) -> None:
-    """The views' cache of parsed notes rewritten to call the last accept rolled back, and the
-    best line moved back to the accept before it: a kernel slower than the last accept's was
-    built on that earlier one, measured against it and accepted."""
+    """The views' caches rewritten to call the last accept rolled back (parsed notes) and to
+    leave it out (the lineage's rows), and the best line moved back to the accept before it:
+    `kgit status` showed that earlier accept as the best with nothing moved, and a kernel slower
+    than the last accept's was built on it, measured against it and accepted."""
     import json
 
     repo = campaign
@@ -148,8 +149,14 @@ def test_a_best_line_moved_back_is_refused_whatever_the_views_cache_says(campaig
             if note.get("round") == 3:
                 note["status"] = "ROLLED BACK"
         cache.write_text(json.dumps(data))
+    lineage = repo / ".git" / "kgit" / "cache" / "lineage-c1.json"
+    data = json.loads(lineage.read_text())  # its key (notes ref, record) moves with neither
+    data["rows"] = [row for row in data["rows"] if row["round"] != 3]
+    lineage.write_text(json.dumps(data))
     git(repo, "checkout", "-q", "--detach")
     git(repo, "update-ref", "refs/heads/kgit/c1/best", earlier)
+    moved = run_kgit("status", "--json").json()["best_moved"]  # type: ignore[index]
+    assert moved is not None and moved["round"] == 3, moved  # status no longer hides it
     started = run_kgit("round", "start", "slower than round-3")
     assert started.code == 1 and "moved outside kgit" in started.err, started
     assert "round-3's accept" in started.err
