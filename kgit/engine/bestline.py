@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
-from kgit.records.notes import ACCEPTING
+from kgit.records.notes import ACCEPTING, RoundNote
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,21 @@ def _in_record(campaign: Campaign, recorded: str, number: int | None) -> bool:
     before it from `kgit status`."""
     if number is not None and not _accepted_in_record(campaign, recorded):
         return False
-    state, kept = campaign.state, campaign.kept_rounds()
+    state, listing = campaign.state, campaign.recorded("rounds")
     unkept = {entry.get("round") for entry in state.abandoned}
     unkept |= {found.number for found in state.open_rounds}
-    for later in range((number or 0) + 1, state.next_round):
-        commit = kept.get(later)
-        if commit is None and later not in unkept:
+    later = range((number or 0) + 1, state.next_round)
+    blobs = []
+    # One git process for the keep-refs of the rounds since, one for their notes.
+    for round_number, kept in zip(
+        later, campaign.repo.read_objects([campaign.refs.kept(n) for n in later]), strict=True
+    ):
+        if kept is None and round_number not in unkept:
             return False  # a round with no commit kept: the whole record decides
-        if commit is not None and _accepted_in_record(campaign, commit):
-            return False
-    return True
+        if kept is not None and kept[0] in listing:
+            blobs.append(listing[kept[0]])
+    notes = (RoundNote.from_text(text) for text in campaign.repo.read_blobs(blobs).values())
+    return not any(note.campaign == campaign.name and note.accepted for note in notes)
 
 
 def _accepted_in_record(campaign: Campaign, commit: str) -> bool:
