@@ -1,0 +1,42 @@
+"""The views' caches under .git/kgit/cache/ rewritten by hand with values of the wrong types: read
+as no cache (rebuilt from the record), never a crash of `kgit status` or `kgit log`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_kgit
+
+
+def _rewrite(path: Path, change: dict[str, Any], entries: str) -> None:
+    data = json.loads(path.read_text())
+    for entry in data[entries].values() if entries == "notes" else data[entries]:
+        entry.update(change)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("cache", "entries", "change"),
+    [
+        ("lineage-c1.json", "rows", {"round": "1"}),
+        ("lineage-c1.json", "rows", {"aggregate": "fast"}),
+        ("lineage-c1.json", "rows", {"vs_baseline": "none"}),
+        ("round-notes-c1.light2.json", "notes", {"round": "one"}),
+    ],
+)
+def test_a_cache_with_values_of_the_wrong_types_is_read_as_none(
+    campaign: Path, cache: str, entries: str, change: dict[str, Any]
+) -> None:
+    expected = run_kgit("log", "--json").json()  # the caches are written
+    folder = campaign / ".git" / "kgit" / "cache"
+    if entries == "notes":
+        (folder / "lineage-c1.json").unlink()  # the rows are built again from the notes
+    _rewrite(folder / cache, change, entries)
+    for args in (["status"], ["status", "--json"], ["log"], ["log", "--json"]):
+        result = run_kgit(*args)
+        assert result.code == 0 and "crashed" not in result.err, (args, result)
+    assert run_kgit("log", "--json").json() == expected
