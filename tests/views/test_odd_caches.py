@@ -1,5 +1,6 @@
 """The views' caches under .git/kgit/cache/ rewritten by hand with values of the wrong types: read
-as no cache (rebuilt from the record), never a crash of `kgit status` or `kgit log`."""
+as no cache (rebuilt from the record), never a crash of `kgit status` or `kgit log`; and the
+background audit's mark rewritten so: read as an audit that ended."""
 
 from __future__ import annotations
 
@@ -40,3 +41,17 @@ def test_a_cache_with_values_of_the_wrong_types_is_read_as_none(
         result = run_kgit(*args)
         assert result.code == 0 and "crashed" not in result.err, (args, result)
     assert run_kgit("log", "--json").json() == expected
+
+
+@pytest.mark.parametrize("mark", ['{"pid": "x", "start": 5}', "[]"])
+def test_an_audit_mark_with_values_of_the_wrong_types_reads_as_an_audit_that_ended(
+    campaign: Path, mark: str
+) -> None:
+    path = campaign / ".git" / "kgit" / "audit" / "c1.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(mark)
+    for args in (["status"], ["status", "--json"], ["report"], ["doctor"], ["doctor", "--json"]):
+        result = run_kgit(*args)
+        assert result.code in (0, 1) and "crashed" not in result.err, (args, result)
+    state = run_kgit("status", "--json").json()["gate_audit_background"]  # type: ignore[index]
+    assert state["running"] is False and state["interrupted"] is True, state

@@ -170,8 +170,18 @@ def drop_interrupted(campaign: Campaign) -> None:
 
 
 def _read(mark: Path) -> dict[str, Any]:
+    """The mark as its audit wrote it; a mark unreadable, or rewritten with values of other
+    types (a pid as text), reads as the mark of an audit that ended: trusted as it was, it
+    crashed status, report and doctor."""
     try:
         data = json.loads(mark.read_text())
     except (OSError, ValueError):
-        return {"pid": 0, "start": "", "log": str(mark.with_suffix(".log"))}
-    return data if isinstance(data, dict) else {}
+        data = None
+    found = data if isinstance(data, dict) else {}
+    pid = found.get("pid")
+    return {
+        **{key: value for key, value in found.items() if isinstance(value, str)},
+        "pid": pid if isinstance(pid, int) and not isinstance(pid, bool) else 0,
+        "start": found["start"] if isinstance(found.get("start"), str) else "",
+        "log": found["log"] if isinstance(found.get("log"), str) else str(mark.with_suffix(".log")),
+    }
