@@ -55,3 +55,28 @@ def test_an_audit_mark_with_values_of_the_wrong_types_reads_as_an_audit_that_end
         assert result.code in (0, 1) and "crashed" not in result.err, (args, result)
     state = run_kgit("status", "--json").json()["gate_audit_background"]  # type: ignore[index]
     assert state["running"] is False and state["interrupted"] is True, state
+
+
+def test_an_audit_mark_naming_a_live_process_that_holds_no_lock_is_not_waited_for(
+    campaign: Path,
+) -> None:
+    """A mark written by hand naming pid 1 with its true start time: accept waited for that
+    "audit" forever and status said it ran."""
+    import subprocess
+    import sys
+
+    from tests.conftest import commit
+
+    start = Path("/proc/1/stat").read_text().rpartition(")")[2].split()[19]
+    path = campaign / ".git" / "kgit" / "audit" / "c1.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps({"pid": 1, "start": start, "commit": "0" * 40, "log": "a.log"}))
+    state = run_kgit("status", "--json").json()["gate_audit_background"]  # type: ignore[index]
+    assert state["running"] is False and state["interrupted"] is True, state
+    assert run_kgit("round", "start", "bigger tiles").code == 0
+    (campaign / "kernel.txt").write_text("speed: 120\n")
+    assert commit(campaign, "bigger tiles").returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    accept = [sys.executable, "-m", "kgit", "-q", "round", "accept"]
+    done = subprocess.run(accept, cwd=campaign, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

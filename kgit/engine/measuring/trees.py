@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from kgit.engine.orphans import process_start, running
-from kgit.gitdoor import Repo
+from kgit.gitdoor import Repo, locks
 
 MB = 1_000_000
 
@@ -104,19 +104,7 @@ def holder_of(tree: Path) -> int | None:
         return None
     if not pid.isdigit() or int(pid) == os.getpid():
         return None
-    return int(pid) if running(int(pid), start) and _locked(_holder_mark(tree)) else None
-
-
-def _locked(mark: Path) -> bool:
-    """Whether a live process holds MARK's lock (one written by hand holds none)."""
-    try:
-        with mark.open() as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    return False  # closing the handle dropped the lock taken to test it
+    return int(pid) if running(int(pid), start) and locks.held(_holder_mark(tree)) else None
 
 
 def _holder_mark(tree: Path) -> Path:
