@@ -197,7 +197,7 @@ def _read(mark: Path) -> dict[str, Any]:
     found = data if isinstance(data, dict) else {}
     pid = found.get("pid")
     return {
-        **{key: value for key, value in found.items() if isinstance(value, str)},
+        **{key: value for key, value in found.items() if isinstance(value, str | int | float)},
         "pid": pid if isinstance(pid, int) and not isinstance(pid, bool) else 0,
         "start": found["start"] if isinstance(found.get("start"), str) else "",
         "log": found["log"] if isinstance(found.get("log"), str) else str(mark.with_suffix(".log")),
