@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
-from kgit.records.notes import ACCEPTING
+from kgit.records.notes import ACCEPTING, RoundNote
 
 
 @dataclass(frozen=True)
@@ -34,25 +34,64 @@ def best_line(campaign: Campaign, tip: str, accepted: Mapping[str, int] | None =
     """TIP (the best line's) against the record: its last accept's commit, or the base.
     ACCEPTED: the commits of the rounds that kept their change (round-1's included), by round
     number, where the caller has them already (`kgit status`, from the lineage's cached rows:
-    listing every note again cost ~1 s at 10,000 rounds); the commit chosen from them is checked
-    against the record all the same."""
+    listing every note again cost ~1 s at 10,000 rounds); what is made of them is checked
+    against the record all the same (`_in_record`). Without ACCEPTED they come from the
+    record's own notes, never the views' cache of parsed notes: a cache that called the last
+    accept rolled back made an earlier accept the recorded tip, and a best line moved back there
+    was built on, measured against and accepted over."""
     if accepted is None:
-        accepted = {c: note.round for c, note in campaign.all_rounds(False) if note.accepted}
-    if not accepted:
-        recorded, number = campaign.state.base, None
+        recorded, number = _last_accept(campaign, tip, _recorded_accepts(campaign))
     else:
-        heads = campaign.repo.heads_of(sorted(accepted))
-        # Accepts move one line forward: one commit leads from all the others. Several (a
-        # record that merged two clones' lines) leave the tip to be any one of them.
-        recorded = tip if tip in heads else max(heads, key=lambda c: accepted[c])
-        number = accepted[recorded]
-    if number is not None and not _accepted_in_record(campaign, recorded):
-        # The listing came from the views' cache of parsed notes, which any process of the
-        # user's can rewrite: the commit it names is checked against the record itself.
-        recorded, number = campaign.state.base, None
+        recorded, number = _last_accept(campaign, tip, accepted)
+        if not _in_record(campaign, recorded, number):
+            recorded, number = _last_accept(campaign, tip, _recorded_accepts(campaign))
     if tip != recorded and _interrupted_accept(campaign, tip, recorded):
         recorded = tip
     return BestLine(tip, recorded, number)
+
+
+def _recorded_accepts(campaign: Campaign) -> dict[str, int]:
+    rounds = campaign.all_rounds(False, verified=True)
+    return {commit: note.round for commit, note in rounds if note.accepted}
+
+
+def _last_accept(
+    campaign: Campaign, tip: str, accepted: Mapping[str, int]
+) -> tuple[str, int | None]:
+    """The commit of the last of ACCEPTED and its round (the base and None before any)."""
+    if not accepted:
+        return campaign.state.base, None
+    heads = campaign.repo.heads_of(sorted(accepted))
+    # Accepts move one line forward: one commit leads from all the others. Several (a record
+    # that merged two clones' lines) leave the tip to be any one of them.
+    recorded = tip if tip in heads else max(heads, key=lambda c: accepted[c])
+    return recorded, accepted[recorded]
+
+
+def _in_record(campaign: Campaign, recorded: str, number: int | None) -> bool:
+    """Whether the record holds what a listing from the views' cache (which any process of the
+    user's can rewrite) made of the best line: RECORDED accepted as round NUMBER, and no round
+    after it that kept its change. The rounds after it are found by their keep-refs and their
+    notes read from the record: the rounds since the last accept, not every note. A cache that
+    left out the last accept, or called it rolled back, hid a best line moved back to the accept
+    before it from `kgit status`."""
+    if number is not None and not _accepted_in_record(campaign, recorded):
+        return False
+    state, listing = campaign.state, campaign.recorded("rounds")
+    unkept = {entry.get("round") for entry in state.abandoned}
+    unkept |= {found.number for found in state.open_rounds}
+    later = range((number or 0) + 1, state.next_round)
+    blobs = []
+    # One git process for the keep-refs of the rounds since, one for their notes.
+    for round_number, kept in zip(
+        later, campaign.repo.read_objects([campaign.refs.kept(n) for n in later]), strict=True
+    ):
+        if kept is None and round_number not in unkept:
+            return False  # a round with no commit kept: the whole record decides
+        if kept is not None and kept[0] in listing:
+            blobs.append(listing[kept[0]])
+    notes = (RoundNote.from_text(text) for text in campaign.repo.read_blobs(blobs).values())
+    return not any(note.campaign == campaign.name and note.accepted for note in notes)
 
 
 def _accepted_in_record(campaign: Campaign, commit: str) -> bool:

@@ -11,7 +11,7 @@ from kgit.engine.guards.seal import drifts
 from kgit.engine.note_cache import write_cache
 from kgit.judge.figures import FIRST_PASS, Figure, Figures, figure_dict
 from kgit.judge.scoring import pct
-from kgit.records.notes import BASELINE, ROLLED_BACK, UNRECORDED, RoundNote
+from kgit.records.notes import BASELINE, ROLLED_BACK, UNRECORDED, RoundNote, type_problems
 from kgit.records.results import to_json
 from kgit.records.status_results import LineageRow
 
@@ -87,7 +87,7 @@ def lineage(campaign: Campaign) -> list[LineageRow]:
     path = campaign.repo.kgit_dir() / "cache" / f"lineage-{campaign.name}.json"
     try:
         cached = json.loads(path.read_bytes())
-        if cached.get("key") == key and key[0]:
+        if cached.get("key") == key and key[0] and not any(map(_malformed, cached["rows"])):
             return [LineageRow(**row) for row in cached["rows"]]
     except (OSError, ValueError, AttributeError, TypeError):
         pass
@@ -95,3 +95,9 @@ def lineage(campaign: Campaign) -> list[LineageRow]:
     if key[0]:
         write_cache(path, {"key": key, "rows": to_json(rows)})
     return rows
+
+
+def _malformed(row: object) -> bool:
+    """A cached row a hand (or a tool) rewrote with values of the wrong types: read as no cache,
+    or every view that renders it crashed."""
+    return not isinstance(row, dict) or bool(type_problems(LineageRow, row))

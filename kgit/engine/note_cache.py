@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.gitdoor import Repo
-from kgit.records.notes import NOTE_VERSION, RoundNote
+from kgit.records.notes import NOTE_VERSION, RoundNote, type_problems
 
 # Fields a listing of rounds (status, log) does not read: kept out of the light cache file.
 # Of the statistics a listing reads the aggregate's estimate only (its change, kgit/judge/figures.py).
@@ -48,7 +48,15 @@ class NoteCache:
             return {}
         ok = isinstance(data, dict) and data.get("v") == NOTE_VERSION
         notes = data.get("notes") if ok else None
-        return notes if isinstance(notes, dict) else {}
+        if not isinstance(notes, dict):
+            return {}
+        # An entry rewritten with values of the wrong types is parsed again from its blob:
+        # trusted as it is, a round number written as text crashed every listing.
+        return {
+            blob: note
+            for blob, note in notes.items()
+            if isinstance(note, dict) and not type_problems(RoundNote, note)
+        }
 
     def parse(self, blobs: Iterable[str], with_shapes: bool = True) -> dict[str, RoundNote]:
         wanted = list(dict.fromkeys(blobs))

@@ -38,6 +38,18 @@ def holder(path: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) and "pid" in found else None
 
 
+def held(path: Path) -> bool:
+    """Whether some live process holds a lock on PATH (a file nobody locks: no)."""
+    try:
+        with path.open() as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False  # closing the handle dropped the lock taken to test it
+
+
 def take(
     handle: IO[str],
     limit_s: float,

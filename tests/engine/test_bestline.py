@@ -121,3 +121,42 @@ def test_status_checks_the_best_line_without_reading_every_note(
     git(repo, "update-ref", "refs/heads/kgit/c1/best", "refs/kgit/c1/rounds/2")
     moved = run_kgit("status", "--json").json()["best_moved"]
     assert moved is not None and moved["round"] == 1  # type: ignore[index]
+
+
+def _accepted_round(repo: Path, hypothesis: str, speed: int) -> str:
+    assert run_kgit("round", "start", hypothesis).code == 0
+    (repo / "kernel.txt").write_text(f"speed: {speed}\n")
+    assert commit(repo, hypothesis).returncode == 0
+    assert run_kgit("-q", "round", "validate").code == 0
+    assert run_kgit("round", "accept").code == 0
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_a_best_line_moved_back_is_refused_whatever_the_views_cache_says(campaign: Path) -> None:
+    """The views' caches rewritten to call the last accept rolled back (parsed notes) and to
+    leave it out (the lineage's rows), and the best line moved back to the accept before it:
+    `kgit status` showed that earlier accept as the best with nothing moved, and a kernel slower
+    than the last accept's was built on it, measured against it and accepted."""
+    import json
+
+    repo = campaign
+    earlier = _accepted_round(repo, "bigger tiles", 130)
+    _accepted_round(repo, "unroll", 160)
+    assert run_kgit("status").code == 0  # the caches are written
+    for cache in (repo / ".git" / "kgit" / "cache").glob("round-notes-c1*.json"):
+        data = json.loads(cache.read_text())
+        for note in data["notes"].values():
+            if note.get("round") == 3:
+                note["status"] = "ROLLED BACK"
+        cache.write_text(json.dumps(data))
+    lineage = repo / ".git" / "kgit" / "cache" / "lineage-c1.json"
+    data = json.loads(lineage.read_text())  # its key (notes ref, record) moves with neither
+    data["rows"] = [row for row in data["rows"] if row["round"] != 3]
+    lineage.write_text(json.dumps(data))
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "update-ref", "refs/heads/kgit/c1/best", earlier)
+    moved = run_kgit("status", "--json").json()["best_moved"]  # type: ignore[index]
+    assert moved is not None and moved["round"] == 3, moved  # status no longer hides it
+    started = run_kgit("round", "start", "slower than round-3")
+    assert started.code == 1 and "moved outside kgit" in started.err, started
+    assert "round-3's accept" in started.err

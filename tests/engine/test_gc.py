@@ -173,11 +173,37 @@ def test_gc_leaves_a_tree_a_live_kgit_measures_in(campaign: Path) -> None:
         assert trees_of(repo) == ["reference"]
         words = run_kgit("gc", "--dry-run").out
         assert f"kept reference: kgit pid {measuring.pid} measures in it" in words, words
+        # doctor's repair for a finished campaign's trees is gc, which leaves this one
+        problems = run_kgit("doctor", "--json").json()["problems"]  # type: ignore[index]
+        assert [p for p in problems if p["kind"] == "leftover_trees"] == [], problems
     finally:
         measuring.kill()
         measuring.wait()
     assert run_kgit("gc").code == 0  # its process ended: nothing holds it now
     assert trees_of(repo) == []
+
+
+def test_a_mark_naming_a_live_process_that_holds_no_lock_keeps_nothing(campaign: Path) -> None:
+    """A holder mark written by hand, naming a live process with its true start time (pid 1
+    never ends), once kept a finished campaign's tree forever: gc said "kgit pid N measures in
+    it" and doctor asked for a gc that removed nothing. A tree is held by a locked mark only."""
+    repo = campaign
+    assert run_kgit("-q", "finish").code == 0
+    tree = add_tree(repo, "c1", "reference")
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        start = Path(f"/proc/{alive.pid}/stat").read_text().rpartition(")")[2].split()[19]
+        tree.with_name("reference.holder").write_text(f"{alive.pid}:{start}\n")
+        done = run_kgit("gc", "--json")
+        assert done.code == 0, done
+        data = done.json()
+        assert isinstance(data, dict) and data["trees"] == 1, data
+        assert [row["in_use"] for row in data["leftovers"]] == [[]]
+        assert trees_of(repo) == []
+        assert run_kgit("doctor").code == 0
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 REOPENING = """

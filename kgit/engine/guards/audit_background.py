@@ -20,6 +20,7 @@ before, for those who need its result when the baseline returns.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -31,7 +32,7 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.orphans import kill_left_behind, process_start, running, tether
-from kgit.gitdoor import Repo, clean_env
+from kgit.gitdoor import Repo, clean_env, locks
 from kgit.progress import Say
 
 INLINE_ENV = "KGIT_AUDIT_INLINE"
@@ -58,7 +59,7 @@ def forget(repo: Repo, name: str) -> bool:
         return False
     state = _read(mark)
     pid = int(state.get("pid", 0))
-    alive = pid > 0 and running(pid, str(state.get("start", "")))
+    alive = _alive(mark, state)
     if alive:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)  # its own session: the group is the audit's
@@ -70,6 +71,7 @@ def forget(repo: Repo, name: str) -> bool:
         kill_left_behind(repo.common_dir, lambda _line: None)
     mark.unlink(missing_ok=True)
     mark.with_suffix(".log").unlink(missing_ok=True)
+    _held_path(mark).unlink(missing_ok=True)
     return alive
 
 
@@ -79,12 +81,15 @@ def start_audit(campaign: Campaign, commit: str, say: Say) -> dict[str, Any]:
     mark.parent.mkdir(parents=True, exist_ok=True)
     log = mark.with_suffix(".log")
     argv = [sys.executable, "-m", "kgit", "-c", campaign.name, "_baseline-audit"]
-    with open(log, "w") as out:
+    # Locked here and handed to the audit's process, which holds it until it ends: a mark is
+    # its audit's only while that lock is held (see `_alive`).
+    with open(log, "w") as out, _held_path(mark).open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)
         # No tether (kgit/engine/orphans.py): the audit is a kgit of its own, meant to outlive
         # this one; its own commands carry its tether.
         child = subprocess.Popen(argv, cwd=campaign.repo.root, env=clean_env(_untethered()),
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True)  # fmt: skip
+                                 start_new_session=True, pass_fds=(held.fileno(),))  # fmt: skip
     state = {"pid": child.pid, "start": process_start(child.pid) or "", "commit": commit,
              "since": time.time(), "log": str(log)}  # fmt: skip
     written = mark.with_suffix(".tmp")
@@ -124,7 +129,7 @@ def audit_progress(campaign: Campaign) -> dict[str, Any] | None:
     if not mark.is_file():
         return _started_unmarked(campaign)
     state = _read(mark)
-    alive = running(int(state.get("pid", 0)), str(state.get("start", "")))
+    alive = _alive(mark, state)
     state["running"] = alive
     if not alive:
         state["interrupted"] = True
@@ -169,9 +174,31 @@ def drop_interrupted(campaign: Campaign) -> None:
         mark_path(campaign).unlink(missing_ok=True)
 
 
+def _alive(mark: Path, state: dict[str, Any]) -> bool:
+    """Whether the audit MARK names runs: its process, known by its start time, and the lock
+    handed to it at its start still held. A mark written by hand naming a live process (pid 1
+    never ends) made accept and finish wait for it forever, and a campaign's delete kill its
+    process group."""
+    return running(state["pid"], state["start"]) and locks.held(_held_path(mark))
+
+
+def _held_path(mark: Path) -> Path:
+    return mark.with_suffix(".held")
+
+
 def _read(mark: Path) -> dict[str, Any]:
+    """The mark as its audit wrote it; a mark unreadable, or rewritten with values of other
+    types (a pid as text), reads as the mark of an audit that ended: trusted as it was, it
+    crashed status, report and doctor."""
     try:
         data = json.loads(mark.read_text())
     except (OSError, ValueError):
-        return {"pid": 0, "start": "", "log": str(mark.with_suffix(".log"))}
-    return data if isinstance(data, dict) else {}
+        data = None
+    found = data if isinstance(data, dict) else {}
+    pid = found.get("pid")
+    return {
+        **{key: value for key, value in found.items() if isinstance(value, str | int | float)},
+        "pid": pid if isinstance(pid, int) and not isinstance(pid, bool) else 0,
+        "start": found["start"] if isinstance(found.get("start"), str) else "",
+        "log": found["log"] if isinstance(found.get("log"), str) else str(mark.with_suffix(".log")),
+    }

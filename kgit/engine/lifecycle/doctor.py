@@ -19,6 +19,7 @@ from kgit.engine.measuring.sides.trees import (
     campaign_folder,
     checkouts_in,
     disk_bytes,
+    holder_of,
     remove_campaign_trees,
 )
 from kgit.engine.note_cache import NoteCache
@@ -307,12 +308,14 @@ def _patch_findings(campaign: Campaign) -> list[Finding]:
 
 def _tree_findings(campaign: Campaign) -> list[Finding]:
     """A finished campaign's measuring trees left on disk (by a finish that was killed, or by a
-    kgit before finishes removed them): disk for nothing, and entries of `git worktree list`."""
+    kgit before finishes removed them): disk for nothing, and entries of `git worktree list`.
+    Not one another live kgit measures in: its repair, `kgit gc`, leaves that one."""
     repo = campaign.repo
     if not campaign.state.finished:
         return []
     folder = campaign_folder(repo, campaign.name)
     trees = checkouts_in(folder, repo.linked_tree_names() - {repo.linked_tree() or ""})
+    trees = [tree for tree in trees if holder_of(tree) is None]  # gc leaves a held one
     if not trees:
         return []
     size = sum(disk_bytes(tree) for tree in trees) / MB

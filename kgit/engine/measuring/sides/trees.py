@@ -9,22 +9,29 @@ needs it, so removing one loses only the checkout. Its `.built` marker goes with
 checkout would pass for a built one.
 
 A tree a kgit process measures in carries a holder mark beside it (`<side>.holder`: that process's
-pid and start time, written before the checkout): while that process runs, nothing removes the
-tree, whatever the campaign's state (a finished campaign reopened and measured meanwhile, an
-audit of a finished one). A mark outlives its process harmlessly: a pid is known by its start
-time too, so a recycled pid holds nothing."""
+pid and start time, written before the checkout), which that process keeps locked (flock) until
+it ends: while it runs, nothing removes the tree, whatever the campaign's state (a finished
+campaign reopened and measured meanwhile, an audit of a finished one). A mark holds a tree only
+while it is locked and its process runs: the kernel drops the lock of a killed kgit, a recycled
+pid is known by its start time, and a mark written by hand naming a live process (pid 1, which
+never ends) holds nothing, or `kgit gc` would keep that tree forever."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from collections.abc import Collection
 from pathlib import Path
+from typing import IO
 
 from kgit.engine.orphans import process_start, running
-from kgit.gitdoor import Repo
+from kgit.gitdoor import Repo, locks
 
 MB = 1_000_000
+
+# The marks this process holds, open and locked until it ends (the kernel then drops the locks).
+_HELD: dict[Path, IO[str]] = {}
 
 
 def trees_root(repo: Repo) -> Path:
@@ -68,7 +75,24 @@ def checkouts_in(folder: Path, keep: Collection[str] = ()) -> list[Path]:
 def mark_held(tree: Path) -> None:
     """This process measures in TREE from now until it ends (see the module's docstring)."""
     tree.parent.mkdir(parents=True, exist_ok=True)
-    _holder_mark(tree).write_text(f"{os.getpid()}:{process_start(os.getpid())}\n")
+    if tree in _HELD and _same_file(_HELD[tree], _holder_mark(tree)):
+        return
+    mark = _holder_mark(tree).open("a+")  # not truncated before it is locked
+    fcntl.flock(mark, fcntl.LOCK_SH)  # shared: two kgit processes may measure in one tree
+    mark.truncate(0)
+    mark.write(f"{os.getpid()}:{process_start(os.getpid())}\n")
+    mark.flush()
+    old, _HELD[tree] = _HELD.get(tree), mark
+    if old is not None:
+        old.close()
+
+
+def _same_file(handle: IO[str], path: Path) -> bool:
+    """Whether HANDLE is still the file at PATH (this process's own finish removes its marks)."""
+    try:
+        return os.path.samestat(os.fstat(handle.fileno()), path.stat())
+    except OSError:
+        return False
 
 
 def holder_of(tree: Path) -> int | None:
@@ -80,7 +104,7 @@ def holder_of(tree: Path) -> int | None:
         return None
     if not pid.isdigit() or int(pid) == os.getpid():
         return None
-    return int(pid) if running(int(pid), start) else None
+    return int(pid) if running(int(pid), start) and locks.held(_holder_mark(tree)) else None
 
 
 def _holder_mark(tree: Path) -> Path:
