@@ -118,8 +118,9 @@ def remove_trees(repo: Repo, folder: Path, *, whole: bool, keep: Collection[str]
     if not folder.is_dir():
         return 0
     before = disk_bytes(folder)
-    held = {tree for tree in checkouts_in(folder, keep) if holder_of(tree) is not None}
-    for tree in checkouts_in(folder, keep):
+    trees = checkouts_in(folder, keep)
+    held = {tree for tree in trees if holder_of(tree) is not None}
+    for tree in trees:
         if tree in held:
             continue
         repo.remove_worktree(str(tree))
