@@ -525,6 +525,13 @@ ATTEMPTS = [
         Stop(VALIDATE, 0, "shape skewed: Check FAIL"),
         campaign="moe",
     ),
+    Attempt(
+        "stop-the-reference",
+        "a 2x slower kernel whose thread finds the reference's harness in /proc and stops it "
+        "(SIGSTOP, 4 ms, SIGCONT) half the time",
+        {"kernel.py": f.STOP_THE_REFERENCE},
+        Stop(VALIDATE, 0, "aggregate not improved"),
+    ),
 ]
 
 

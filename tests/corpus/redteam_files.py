@@ -822,3 +822,42 @@ def matmul(a, b):
 """,
     "import importlib as _imp\nimport os as _os",
 )
+
+
+# On import, a thread finds the other side's harness through /proc (a python process whose work
+# folder is kgit's reference tree) and stops it (SIGSTOP, 4 ms, SIGCONT) half the time, so that
+# the reference would read slower; the kernel itself is twice as slow.
+STOP_THE_REFERENCE = SLOW.replace(
+    "import torch\n",
+    """import torch
+import os as _os, signal as _sig, threading as _th, time as _t
+
+
+def _reference_harnesses():
+    here = _os.path.realpath(_os.getcwd())
+    for pid in filter(str.isdigit, _os.listdir("/proc")):
+        try:
+            cwd = _os.path.realpath(_os.readlink(f"/proc/{pid}/cwd"))
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if b"python" in cmd and cwd != here and cwd.endswith("/reference"):
+            yield int(pid)
+
+
+def _stop_them():
+    while True:
+        for pid in _reference_harnesses():
+            try:
+                _os.kill(pid, _sig.SIGSTOP)
+                _t.sleep(0.004)
+                _os.kill(pid, _sig.SIGCONT)
+            except OSError:
+                pass
+        _t.sleep(0.004)
+
+
+_th.Thread(target=_stop_them, daemon=True).start()
+""",
+    1,
+)

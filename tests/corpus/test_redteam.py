@@ -102,7 +102,7 @@ UNDER_DEFAULT = {
     "knows-when-timed", "control-foreign-env", "ld-preload-clock", "pycache-prefix",
     "kgit-bytecode", "reference-bytecode", "memo-on-values", "commit-on-best",
     "best-moved-by-hand", "best-onto-rolled-back", "skip-worktree-harness",
-    "plant-site-packages", "fake-find-on-path", "replace-best",
+    "plant-site-packages", "fake-find-on-path", "replace-best", "stop-the-reference",
 }  # fmt: skip
 
 
@@ -121,6 +121,8 @@ DEFAULT_STOPS = {
     "reference-bytecode": Stop(VALIDATE, 1, WROTE),
     "memo-on-values": Stop(VALIDATE, 0, "round-2: ROLLED BACK"),
     "skip-worktree-harness": Stop(NEXT_VALIDATE, 0, "round-2: ROLLED BACK"),
+    # Both sides run at once here: the thread finds the reference's harness and stops it.
+    "stop-the-reference": Stop(VALIDATE, 0, "the candidate is slower"),
 }
 
 assert {a.id for a in ATTEMPTS} >= UNDER_DEFAULT >= set(DEFAULT_STOPS)  # none can drop out
