@@ -825,7 +825,7 @@ def matmul(a, b):
 
 
 # On import, a thread finds the other side's harness through /proc (a python process whose work
-# folder is kgit's reference tree) and stops it (SIGSTOP, 4 ms, SIGCONT) half the time, so that
+# folder is kgit's reference tree beside its own) and stops it (SIGSTOP, 4 ms, SIGCONT) half the time, so that
 # the reference would read slower; the kernel itself is twice as slow.
 STOP_THE_REFERENCE = SLOW.replace(
     "import torch\n",
@@ -834,14 +834,16 @@ import os as _os, signal as _sig, threading as _th, time as _t
 
 
 def _reference_harnesses():
+    # This campaign's reference only (the sibling of its own tree): not another test's.
     here = _os.path.realpath(_os.getcwd())
+    reference = _os.path.join(_os.path.dirname(here), "reference")
     for pid in filter(str.isdigit, _os.listdir("/proc")):
         try:
             cwd = _os.path.realpath(_os.readlink(f"/proc/{pid}/cwd"))
             cmd = open(f"/proc/{pid}/cmdline", "rb").read()
         except OSError:
             continue
-        if b"python" in cmd and cwd != here and cwd.endswith("/reference"):
+        if b"python" in cmd and cwd == reference:
             yield int(pid)
 
 

@@ -13,12 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kgit.engine.measuring.sides.holding import (
     HELD_CPU_ALLOWANCE_S,
     SIDE_ENV,
     Hold,
     family,
     kill_adopted,
+    process_state,
     reap_adopted,
     subreaper,
 )
@@ -275,3 +278,65 @@ def test_a_process_that_keeps_forking_is_stopped_or_refused(tmp_path: Path) -> N
             time.sleep(0.05)
         proc.wait()
         subreaper(False)
+
+
+# Reads one request line, then answers it with a reply marker.
+ANSWERS = (
+    "import json, sys\n"
+    "from kgit.records.protocol import REPLY\n"
+    "sys.stdin.readline()\n"
+    "print(REPLY + json.dumps({'id': 1, 'exit': 0}), flush=True)\n"
+    "sys.stdin.readline()\n"
+)
+
+
+def _wait_state(pid: int, states: str) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process_state(pid) not in tuple(states):
+        time.sleep(0.01)
+    assert process_state(pid) in tuple(states)
+
+
+def test_a_side_stopped_by_another_process_still_answers(tmp_path: Path) -> None:
+    """A thread of the candidate's harness sent SIGSTOP to the reference's harness, then SIGCONT,
+    in a loop: when kgit held the candidate between the two, the reference stayed stopped, and
+    its next block request read 'did not answer within 120 s' (a round of ERROR in CI, not the
+    verdict on its speed). A side kgit did not hold runs whenever kgit asks it something."""
+    # The shell stays (a second command after the harness) and the harness is its child: the
+    # stop lands on the harness, not on the process kgit started.
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(ANSWERS)}; exit 0"
+    side = SideProcess(command, tmp_path, dict(os.environ), echo=False)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(family(side.proc.pid)) < 2:
+            time.sleep(0.01)
+        harness = next(pid for pid in family(side.proc.pid) if pid != side.proc.pid)
+        os.kill(harness, signal.SIGSTOP)  # kgit did not hold it: someone else's stop
+        _wait_state(harness, "Tt")
+        assert side.release() == 0.0
+        _wait_state(harness, "RSD")
+        os.kill(harness, signal.SIGSTOP)  # stopped again once kgit let it go, mid-wait
+        _wait_state(harness, "Tt")
+        assert side.send({"cmd": "block"})
+        start = time.monotonic()
+        assert side.wait_marker("reply", 30) == {"id": 1, "exit": 0}
+        assert time.monotonic() - start < 10
+        assert side.stops_undone >= 1
+    finally:
+        side.kill()
+
+
+def test_a_side_kgit_holds_stays_held_while_another_waits(tmp_path: Path) -> None:
+    """The continuation is for the side kgit waits on, never for the side it holds."""
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(ANSWERS)}"
+    side = SideProcess(command, tmp_path, dict(os.environ), echo=False)
+    try:
+        side.hold()
+        assert side.send({"cmd": "block"})  # read only once it runs
+        with pytest.raises(TimeoutError):
+            side.wait_marker("reply", 1.2)  # past two looks at its state: still held
+        assert side.stops_undone == 0
+        assert side.release() <= HELD_CPU_ALLOWANCE_S
+        assert side.wait_marker("reply", 30) == {"id": 1, "exit": 0}
+    finally:
+        side.kill()

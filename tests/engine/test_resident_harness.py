@@ -309,6 +309,19 @@ def test_a_worker_that_never_answers_times_out(kernel_repo: Path) -> None:
     assert left_under(repo) == []
 
 
+def test_a_worker_that_never_says_it_is_ready_times_out(kernel_repo: Path) -> None:
+    """A first pass past the manifest's timeout crashed kgit (exit 3, UnboundLocalError) in CI
+    instead of saying the harness timed out."""
+    manifest = kernel_repo / "manifest.yaml"
+    manifest.write_text(manifest.read_text().replace("timeout_s: 30", "timeout_s: 3"))
+    repo = _campaign(kernel_repo, KERNEL.format(speed=100, extra=""))
+    _round(repo, 110, "hang\n")
+    result = run_kgit("-q", "round", "validate")
+    assert result.code == 1, result
+    assert "crashed" not in result.err and "timed out after 3 s" in result.err, result
+    assert left_under(repo) == []
+
+
 def test_validating_again_pools_the_evidence_instead_of_replacing_it(campaign: Path) -> None:
     """The shopping case: on one commit, a rolled-back verdict then a second validate. Alone,
     the second run (+5%) would be accepted; pooled with the first (-10%) it is not."""

@@ -62,6 +62,12 @@ def _stat(pid: int) -> _Stat | None:
     )
 
 
+def process_state(pid: int) -> str | None:
+    """PID's state letter in /proc (R, S, T stopped, Z...); None when it is gone or unreadable."""
+    found = _stat(pid)
+    return None if found is None else found.state
+
+
 def _table() -> dict[int, _Stat]:
     table: dict[int, _Stat] = {}
     try:

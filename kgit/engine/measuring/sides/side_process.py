@@ -21,7 +21,9 @@ from kgit import progress
 from kgit.engine.measuring.sides.holding import (
     SIDE_ENV,
     Hold,
+    family,
     kill_adopted,
+    process_state,
     side_ended,
     side_started,
     subreaper,
@@ -33,6 +35,7 @@ from kgit.records.protocol import (
 )
 
 EXIT_GRACE_S = 5.0
+_STOPPED_POLL_S = 0.5  # how often a wait looks whether the harness it waits on was stopped
 
 
 class SideProcess:
@@ -62,6 +65,7 @@ class SideProcess:
         self.digests = DigestLines()  # of the whole output, not only the kept tail
         self.asked = False  # asked to exit
         self.held: Hold | None = None  # stopped while the other side measures
+        self.stops_undone = 0  # stops kgit did not send, found while it waited (_go_on_if_stopped)
         self.markers: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         assert self.proc.stdout is not None
         self.reader = threading.Thread(
@@ -119,9 +123,10 @@ class SideProcess:
             if left <= 0:
                 raise TimeoutError
             try:
-                got, payload = self.markers.get(timeout=left)
+                got, payload = self.markers.get(timeout=min(left, _STOPPED_POLL_S))
             except queue.Empty:
-                raise TimeoutError from None
+                self._go_on_if_stopped()
+                continue
             if got == "eof":
                 self.markers.put((got, payload))  # the end stays the end for a later wait
                 return None
@@ -155,9 +160,33 @@ class SideProcess:
             self.held.stop()
 
     def release(self) -> float:
-        """Let a held harness go on; the CPU seconds its processes used while held."""
+        """Let the harness go on, held by kgit or stopped by another process (see
+        `_go_on_if_stopped`); the CPU seconds its processes used while kgit held them."""
         held, self.held = self.held, None
-        return held.release() if held is not None else 0.0
+        if held is not None:
+            return held.release()
+        self._go_on()
+        return 0.0
+
+    def _go_on(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def _go_on_if_stopped(self) -> None:
+        """Continue the harness if something stopped it while kgit waits on it. A process of the
+        other side may send SIGSTOP to this side's harness (same user): the stop is harmless
+        while this side is idle, since kgit holds the other side while this one measures, but a
+        harness still stopped when kgit asks it for a block or its start-up would never answer
+        (a stop sent just before the sender was held: the round read ERROR, not its speed)."""
+        if self.held is not None:
+            return
+        stopped = [pid for pid in family(self.proc.pid) if process_state(pid) in ("T", "t")]
+        if stopped:
+            self.stops_undone += 1
+            self._go_on()
+            for pid in stopped:  # one that left the group
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def ask_exit(self) -> bool:
         """Ask the harness to exit (once); False when it is gone or cannot be asked."""

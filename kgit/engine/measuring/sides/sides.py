@@ -231,6 +231,7 @@ class Launch:
         # A held process's time so far was its start-up, beside the other side's first pass.
         started = time.monotonic() if self.held else process.started
         try:
+            ready: dict[str, Any] | None = None
             try:
                 ready = self._ready(timeout_s)
             except TimeoutError:
