@@ -44,11 +44,13 @@ class Ctx:
             self._repo = open_repo()
         return self._repo
 
-    def campaign(self) -> Campaign:
+    def campaign(self, *, branch: str | None = None) -> Campaign:
+        """The campaign the command is for (BRANCH: the checked-out branch, where the caller
+        read it already)."""
         from kgit.engine.campaign import Campaign, resolve_campaign
 
         repo = self.repo()
-        return Campaign.load(repo, resolve_campaign(repo, self.campaign_name))
+        return Campaign.load(repo, resolve_campaign(repo, self.campaign_name, branch=branch))
 
     def reader(self) -> CampaignReader:
         """The campaign, read-only: what a view gets (kgit/records/reader.py)."""

@@ -28,8 +28,8 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
         names = CampaignNames(tuple(list_campaigns(repo)))
         emit(names, as_json, lambda n: "\n".join(n.names) or "no campaign")
         return
-    campaign = obj.campaign()
-    data = status_data(campaign, repo.current_branch())
+    branch = repo.current_branch()
+    data = status_data(obj.campaign(branch=branch), branch)
     emit(data, as_json, render_status)
 
 

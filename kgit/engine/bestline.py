@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kgit.engine.campaign import Campaign
 from kgit.errors import KgitError
-from kgit.records.notes import ACCEPTING, RoundNote
+from kgit.records.notes import ACCEPTING, RoundNote, kept_by
 
 
 @dataclass(frozen=True)
@@ -90,13 +90,22 @@ def _in_record(campaign: Campaign, recorded: str, number: int | None) -> bool:
             return False  # a round with no commit kept: the whole record decides
         if kept is not None and kept[0] in listing:
             blobs.append(listing[kept[0]])
-    notes = (RoundNote.from_text(text) for text in campaign.repo.read_blobs(blobs).values())
-    return not any(note.campaign == campaign.name and note.accepted for note in notes)
+    texts = campaign.repo.read_blobs(blobs).values()
+    return not any(_kept(campaign, text) for text in texts)
 
 
 def _accepted_in_record(campaign: Campaign, commit: str) -> bool:
-    note = campaign.read_round(commit)
-    return note is not None and note.campaign == campaign.name and note.accepted
+    text = campaign.read_note("rounds", commit)
+    return text is not None and _kept(campaign, text)
+
+
+def _kept(campaign: Campaign, text: bytes) -> bool:
+    """Whether the recorded round note TEXT is the campaign's and kept its change."""
+    kept = kept_by(text, campaign.name)
+    if kept is None:  # not plainly as kgit writes it: the parser decides
+        note = RoundNote.from_text(text)
+        kept = note.campaign == campaign.name and note.accepted
+    return kept
 
 
 def _interrupted_accept(campaign: Campaign, tip: str, recorded: str) -> bool:

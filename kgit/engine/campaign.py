@@ -57,8 +57,9 @@ def list_campaigns(repo: Repo) -> list[str]:
     return sorted(names)
 
 
-def resolve_campaign(repo: Repo, name: str | None) -> str:
-    """The campaign NAME, else the one of the checked-out kgit branch, else the only one."""
+def resolve_campaign(repo: Repo, name: str | None, *, branch: str | None = None) -> str:
+    """The campaign NAME, else the one of the checked-out kgit branch (BRANCH where the caller
+    read it already), else the only one."""
     if name:
         validate_campaign_name(name)
         if name not in list_campaigns(repo):
@@ -67,7 +68,7 @@ def resolve_campaign(repo: Repo, name: str | None) -> str:
                 hint="kgit status --all lists the campaigns; kgit init NAME creates one",
             )
         return name
-    from_branch = campaign_of_branch(repo.current_branch())
+    from_branch = campaign_of_branch(branch or repo.current_branch())
     if from_branch:
         return from_branch
     names = list_campaigns(repo)

@@ -23,13 +23,16 @@ def open_repo(start: Path | None = None, *, index_file: str | None = None) -> Re
     """The repository containing START (default: the current directory)."""
     cwd = (start or Path.cwd()).resolve()
     cmd = ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
+    cmd += ["--git-path", "hooks"]  # in the same git process: `kgit status` shows the hooks
     proc = spawn(cmd, cwd, None, clean_env())
     if proc.returncode != 0:
         raise KgitError(
             f"{cwd} is not inside a git work tree",
             hint="run kgit from the kernel repository (git init first if it has none)",
         )
-    top, git_dir, common = proc.stdout.decode().splitlines()[:3]
-    # --git-common-dir is relative to the current directory, not to the top of the work tree.
+    top, git_dir, common, hooks = proc.stdout.decode().splitlines()[:4]
+    # --git-common-dir and --git-path are relative to the current directory, not to the top
+    # of the work tree.
     common_path = Path(common) if os.path.isabs(common) else cwd / common
-    return Repo(Path(top), Path(git_dir), common_path.resolve(), index_file)
+    hooks_path = (cwd / hooks).resolve()  # an absolute HOOKS stays as it is
+    return Repo(Path(top), Path(git_dir), common_path.resolve(), index_file, hooks_path)

@@ -123,6 +123,7 @@ class GitCore:
     git_dir: Path
     common_dir: Path
     index_file: str | None = None
+    hooks: Path | None = None  # where git looks for hooks, as read when the repository opened
 
     def _run(
         self,
@@ -183,6 +184,8 @@ class GitCore:
 
     def hooks_dir(self) -> Path:
         """Where git looks for hooks (honours core.hooksPath)."""
+        if self.hooks is not None:
+            return self.hooks
         return (self.root / self.git_text("rev-parse", "--git-path", "hooks")).resolve()
 
     def linked_tree(self) -> str | None:

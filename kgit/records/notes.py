@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -72,6 +73,32 @@ def load_record(text: bytes | str, kind: str, version: int, what: str) -> dict[s
         raise KgitError(f"this is not a kgit {what}", hint=hint)
     _check_version(data, version, what)
     return data
+
+
+# A top-level `campaign:` or `status:` line of a round note, as kgit writes them (plain values).
+_TOP_LINE = re.compile(rb"^(campaign|status): ?(.*)$", re.MULTILINE)
+
+
+def kept_by(text: bytes, campaign: str) -> bool | None:
+    """Whether the round note TEXT, as kgit writes it, is CAMPAIGN's and kept its change, read off
+    its top-level `campaign:` and `status:` lines without a YAML parser: importing one was a fifth
+    of `kgit status`, which checks the record's notes since the last accept on every call. None
+    where TEXT is not plainly in kgit's layout (a line missing or repeated, a value quoted or
+    unknown): the caller parses it. TEXT is a blob of the campaign record, where only kgit
+    writes (a record rewritten by hand is the hole docs/threat-model.md names)."""
+    if not text.startswith(b"kgit: round\n"):
+        return None
+    found: dict[bytes, list[bytes]] = {b"campaign": [], b"status": []}
+    for match in _TOP_LINE.finditer(text):
+        found[match.group(1)].append(match.group(2))
+    names, statuses = found[b"campaign"], found[b"status"]
+    if len(names) != 1 or len(statuses) != 1:
+        return None
+    status = statuses[0].decode(errors="replace")
+    name = names[0].decode(errors="replace")
+    if status not in (*FINAL, VALIDATED, ERROR) or name[:1] in ("'", '"', ""):
+        return None
+    return name == campaign and status in KEPT
 
 
 def _refuse_aliases(text: bytes | str, what: str, hint: str) -> None:

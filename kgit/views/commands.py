@@ -3,12 +3,14 @@ campaigns and rounds)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kgit.records.notes import ACCEPTING
-from kgit.records.round_results import RoundAccepted, RoundRolledBack, RoundVerdict
-from kgit.records.upkeep_results import Collected, ManifestRevised, TemplateWritten
-from kgit.records.worker_results import WorkerRound, WorkerSummary
+# Types only: every command's module imports this one, and a module of frozen result classes
+# costs 3-10 ms to create (`kgit status` would build the classes of `gc` and `worker`).
+if TYPE_CHECKING:
+    from kgit.records.round_results import RoundAccepted, RoundRolledBack, RoundVerdict
+    from kgit.records.upkeep_results import Collected, ManifestRevised, TemplateWritten
+    from kgit.records.worker_results import WorkerRound, WorkerSummary
 
 
 def render_template(name: str, r: TemplateWritten) -> str:
@@ -77,6 +79,8 @@ def render_verdict(r: RoundVerdict) -> str:
         )
     elif r.delta_vs_best_pct is not None and r.aggregate is not None:
         lines.append(f"aggregate {r.aggregate:.4g} ({r.delta_vs_best_pct:+.3f}% vs best)")
+    from kgit.records.notes import ACCEPTING
+
     accepts = r.decision in ACCEPTING
     lines.append(
         "next: kgit round accept" if accepts else 'next: kgit round rollback --reason "..."'

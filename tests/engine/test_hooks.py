@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import commit, git, run_kgit
 
@@ -167,3 +170,22 @@ def test_the_hook_gates_the_snapshot_without_the_work_trees_ignored_files(
     blocked = commit(repo, "wrong kernel")
     assert blocked.returncode == 1, blocked.stderr
     assert "correctness gate failed" in blocked.stderr
+
+
+def test_hooks_go_where_core_hookspath_says_read_from_a_subfolder(
+    kernel_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where git looks for hooks is read once, when kgit opens the repository, with the rest of
+    its layout (one git process fewer on `kgit status`): a relative core.hooksPath, read from a
+    subfolder, is the repository's folder, not the subfolder's."""
+    git(kernel_repo, "config", "core.hooksPath", "githooks")
+    (kernel_repo / "sub").mkdir()
+    monkeypatch.chdir(kernel_repo / "sub")
+    assert run_kgit("init", "c1", "-m", "../manifest.yaml").code == 0
+    assert "kgit hook shim" in (kernel_repo / "githooks" / "pre-commit").read_text()
+    assert not (kernel_repo / "sub" / "githooks").exists()
+    assert not (kernel_repo / ".git" / "hooks" / "pre-commit").exists()
+    status = json.loads(run_kgit("status", "--json").out)
+    assert status["gate_installed"] is True
+    (kernel_repo / "githooks" / "pre-commit").unlink()
+    assert json.loads(run_kgit("status", "--json").out)["gate_installed"] is False

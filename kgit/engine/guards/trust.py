@@ -21,13 +21,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgit.engine.campaign import Campaign, list_campaigns
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo
 from kgit.records.names import MANIFEST_FILE
-from kgit.records.upkeep_results import CampaignTrust
+
+if TYPE_CHECKING:  # built only by `kgit trust`: not on every command's path
+    from kgit.records.upkeep_results import CampaignTrust
 
 # The manifest fields whose values kgit runs through the shell, in the order they run.
 COMMAND_FIELDS = (
@@ -132,6 +134,8 @@ def untrusted_campaigns(repo: Repo) -> list[str]:
 
 def trust_data(campaign: Campaign) -> CampaignTrust:
     """What `kgit trust` shows before it asks (and prints with --json)."""
+    from kgit.records.upkeep_results import CampaignTrust
+
     trust = trust_of(campaign)
     fields = (
         changed_fields(campaign, trust.approved) if trust.approved and not trust.trusted else None
