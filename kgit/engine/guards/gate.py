@@ -27,7 +27,7 @@ from kgit.engine.user_commands import CommandResult
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.judge.gate_reads import GateReads, gate_reads
-from kgit.progress import Say, phase
+from kgit.progress import Say, Voice, phase
 from kgit.records.manifest import Manifest
 from kgit.records.notes import CLEAN_CHECKOUT, WORK_TREE, GateNote
 
@@ -123,7 +123,7 @@ def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> Ga
     elif note.where != CLEAN_CHECKOUT:
         outcome = "passed" if note.passed else "failed"
         say(f"gate: {outcome} in your work tree (the hook); now in kgit's clean checkout")
-    path = measuring_tree(campaign, commit, "candidate", say, echo=echo)
+    path = measuring_tree(campaign, commit, "candidate", Voice(say, echo=echo))
     result = run_tests(campaign, say, echo=echo, checkout=path)
     note = record_gate(campaign, tree, result, CLEAN_CHECKOUT)
     if not result.ok:
@@ -168,5 +168,5 @@ def _gate_clean_snapshot(repo: Repo, campaign: Campaign, tree: str, say: Say) ->
     head = plain.rev_parse("HEAD")
     snapshot = plain.commit_tree(tree, [head] if head else [], "kgit: the snapshot being gated\n")
     ours = Campaign.load(plain, campaign.name)
-    path = measuring_tree(ours, snapshot, "candidate", say, echo=False)
+    path = measuring_tree(ours, snapshot, "candidate", Voice(say, echo=False))
     return run_tests(ours, say, echo=False, checkout=path)

@@ -28,7 +28,7 @@ from kgit.gitdoor import Repo
 from kgit.judge.floor import campaign_floor
 from kgit.judge.representative import pick_representative
 from kgit.judge.scoring import diagnostics, geomean
-from kgit.progress import Say, phase, warn
+from kgit.progress import Say, Voice, phase, warn
 from kgit.records.campaign_results import BaselineRecorded
 from kgit.records.manifest import Manifest
 from kgit.records.names import HARNESS_DIR
@@ -48,7 +48,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) ->
     representative_of = functools.partial(_representative, manifest)
     # The full pass, then (interleaved) the A/A calibration; it records launches for the audit.
     with harness_records(baseline_log(campaign), traced_sources(manifest.kernel_source)):
-        calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
+        calibrated = baseline_pass(campaign, base, representative_of, Voice(say, echo=echo))
     run, floors = calibrated.first, calibrated.floors
     inactive = _inactive_shapes(manifest, run, say)
     _check_floor(campaign, calibrated, say)

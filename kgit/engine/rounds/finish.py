@@ -61,7 +61,7 @@ from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.judge.judgement import Facts, judge, objections
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
-from kgit.progress import Say
+from kgit.progress import Say, Voice
 from kgit.records.final_results import (
     CampaignFinished,
     DidNotWork,
@@ -284,7 +284,7 @@ def _full_validation(
         target = Target(
             best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", resident
         )
-        outcome = validate(campaign, policy, target, None, say, echo=echo)
+        outcome = validate(campaign, policy, target, None, Voice(say, echo=echo))
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
         check.details += [exc.details] if exc.details else []
@@ -353,10 +353,12 @@ def _baseline_now(
     if not policy.stored_reference:
         return {}
     base = campaign.state.base
-    path = measuring_tree(campaign, base, "reference", say, echo=echo)
+    path = measuring_tree(campaign, base, "reference", Voice(say, echo=echo))
     frozen = tuple(campaign.state.frozen_header or ())
     shapes = campaign.manifest.shapes_for(labels)
-    run = measure(campaign, shapes, frozen, say, echo=echo, tree=path, role=" (baseline commit)")
+    run = measure(
+        campaign, shapes, frozen, Voice(say, echo=echo), tree=path, role=" (baseline commit)"
+    )
     require_pristine(path, "reference")
     check_fingerprint(campaign.state.fingerprint, run.fingerprint)
     if run.score.failing:

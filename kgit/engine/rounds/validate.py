@@ -31,7 +31,7 @@ from kgit.judge.floor import merge_rates
 from kgit.judge.judgement import Facts, judge
 from kgit.judge.scoring import diagnostics, geomean, pct
 from kgit.judge.verdict import CORRECTNESS, IMPOSSIBLE, RULE_11
-from kgit.progress import Say
+from kgit.progress import Say, Voice
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.notes import ERROR, VALIDATED, OpenRound, RoundNote, ShapeResult
 from kgit.records.round_results import RoundVerdict
@@ -157,7 +157,7 @@ def _measured(
     resident = ran_resident(rounds[0][1] if rounds else None)
     target = Target(tip, tree, best_tip, best, labels, "best", resident)
     try:
-        outcome = validate(campaign, policy, target, prior, say, echo=echo)
+        outcome = validate(campaign, policy, target, prior, Voice(say, echo=echo))
     except HarnessError as exc:
         note.status, note.reasons = ERROR, [exc.message]
         note.harness_tail = (exc.details or "")[-4000:]
