@@ -150,13 +150,18 @@ def gate_audit(
     manifest's gate_audit_mutants (0: off): at most two gate runs of wall time.
     """
     from kgit.engine.guards.audit import run_audit
+    from kgit.progress import Voice
     from kgit.records.results import to_json
     from kgit.views.audit_text import audit_shown, render_audit
 
     campaign = obj.campaign()
     wanted = count or campaign.manifest.gate_audit_mutants or 6
     audit = run_audit(
-        campaign, obj.say, count=wanted, trigger="kgit gate audit", timeout_s=timeout_s
+        campaign,
+        Voice(obj.say, echo=False),
+        count=wanted,
+        trigger="kgit gate audit",
+        timeout_s=timeout_s,
     )
     emit(audit_shown(audit), as_json, lambda shown: render_audit(to_json(shown)))
     if strict and audit.weak:

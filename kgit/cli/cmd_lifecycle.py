@@ -210,8 +210,9 @@ def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
 def baseline_audit(obj: Ctx) -> None:
     """The baseline's quick gate audit, in the background (started by kgit baseline)."""
     from kgit.engine.guards.audit import background_audit
+    from kgit.progress import Voice
 
-    background_audit(obj.campaign(), obj.say, echo=True)
+    background_audit(obj.campaign(), Voice(obj.say, echo=True))
 
 
 @cli.command()

@@ -106,7 +106,7 @@ def _audit(
     """The baseline's gate audit: (its summary when run inline, else None; its mark, started in
     a process of its own unless INLINE is asked (kgit/engine/guards/audit_background.py))."""
     if _audits_inline(campaign, inline):
-        return audit_at_baseline(campaign, say, echo=echo), None
+        return audit_at_baseline(campaign, Voice(say, echo=echo)), None
     return None, start_audit(campaign, base, say)
 
 
@@ -136,7 +136,7 @@ def _ready_for_baseline(campaign: Campaign) -> str:
 
 def _gate_at_baseline(campaign: Campaign, base: str, say: Say, echo: bool) -> None:
     """The test command on BASE, its result recorded as the gate's; a failure refuses."""
-    tests = run_tests(campaign, say, echo=echo)
+    tests = run_tests(campaign, Voice(say, echo=echo))
     record_gate(campaign, campaign.repo.tree_of(base), tests)
     if not tests.ok:
         raise gate_failure(tests, campaign.manifest.timeout_s)

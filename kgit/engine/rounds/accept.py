@@ -35,7 +35,7 @@ from kgit.engine.sharing.follow import follow_branch
 from kgit.errors import KgitError
 from kgit.judge.judgement import Judgement, judge
 from kgit.judge.verdict import IMPOSSIBLE, LINK_OUT, OUTSIDE_SCOPE, PROTECTED, RULE_11
-from kgit.progress import Say
+from kgit.progress import Say, Voice
 from kgit.records.evidence import Evidence
 from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
 from kgit.records.round_results import RoundAccepted
@@ -97,7 +97,7 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             details="\n".join(note.reasons),
         )
     _require_judged_accepting(campaign, note, _recorded_evidence(campaign, note, tip), tip)
-    ensure_gated(campaign, tip, say, echo=echo)
+    ensure_gated(campaign, tip, Voice(say, echo=echo))
     return accept_under_lock(campaign, open_round, tip, say, words=words)
 
 

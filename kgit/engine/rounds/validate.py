@@ -101,7 +101,7 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> R
     # code git does not hold, and in kgit's clean checkout the link may point at nothing.
     if not facts.linked:
         _rebuild(campaign, say, echo)
-        ensure_gated(campaign, tip, say, echo=echo)
+        ensure_gated(campaign, tip, Voice(say, echo=echo))
     tree = campaign.repo.tree_of(tip)
     note = _new_note(campaign, open_round, full, tree)
     judgement = judge(facts)  # the change's files alone may decide: then nothing is measured
