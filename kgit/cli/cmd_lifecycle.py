@@ -285,7 +285,10 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
 
     obj.long_step()
     finishing = check_finish(
-        obj.campaign(), obj.say, allow_paths=allow_paths, confirm=confirm, echo=not obj.quiet
+        obj.campaign(),
+        progress.Voice(obj.say, echo=not obj.quiet),
+        allow_paths=allow_paths,
+        confirm=confirm,
     )
     final_note = render_final_note(CampaignReader(finishing.finished), finishing.data)
     result = record_finish(finishing, final_note)

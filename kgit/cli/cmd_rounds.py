@@ -71,7 +71,9 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
 
     obj.long_step()
     with progress.collecting() as phases:
-        result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
+        result = validate_round(
+            obj.campaign(), progress.Voice(obj.say, echo=not obj.quiet), full=full
+        )
     obj.say(phases.line())
     emit(replace(result, phases=phases.to_dict()), as_json, render_verdict)
 
@@ -89,7 +91,7 @@ def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json:
 
     obj.long_step()
     words = {"attribution": attribution or "", "lesson": lesson or ""}
-    result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet, words=words)
+    result = accept_round(obj.campaign(), progress.Voice(obj.say, echo=not obj.quiet), words=words)
     emit(
         result,
         as_json,
