@@ -190,7 +190,9 @@ def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
 
     obj.long_step()
     with progress.collecting() as phases:
-        result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet, wait=wait_audit)
+        result = run_baseline(
+            obj.campaign(), progress.Voice(obj.say, echo=not obj.quiet), wait=wait_audit
+        )
     obj.say(phases.line())
     emit(
         replace(result, phases=phases.to_dict()),
