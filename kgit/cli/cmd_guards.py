@@ -150,7 +150,6 @@ def gate_audit(
     manifest's gate_audit_mutants (0: off): at most two gate runs of wall time.
     """
     from kgit.engine.guards.audit import run_audit
-    from kgit.progress import Voice
     from kgit.records.results import to_json
     from kgit.views.audit_text import audit_shown, render_audit
 
@@ -158,7 +157,7 @@ def gate_audit(
     wanted = count or campaign.manifest.gate_audit_mutants or 6
     audit = run_audit(
         campaign,
-        Voice(obj.say, echo=False),
+        obj.voice.unechoed(),
         count=wanted,
         trigger="kgit gate audit",
         timeout_s=timeout_s,

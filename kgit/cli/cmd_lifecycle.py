@@ -190,9 +190,7 @@ def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
 
     obj.long_step()
     with progress.collecting() as phases:
-        result = run_baseline(
-            obj.campaign(), progress.Voice(obj.say, echo=not obj.quiet), wait=wait_audit
-        )
+        result = run_baseline(obj.campaign(), obj.voice, wait=wait_audit)
     obj.say(phases.line())
     emit(
         replace(result, phases=phases.to_dict()),
@@ -212,9 +210,9 @@ def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
 def baseline_audit(obj: Ctx) -> None:
     """The baseline's quick gate audit, in the background (started by kgit baseline)."""
     from kgit.engine.guards.audit import background_audit
-    from kgit.progress import Voice
 
-    background_audit(obj.campaign(), Voice(obj.say, echo=True))
+    # Its standard error is the audit's log: the gate's output is kept there whatever -q says.
+    background_audit(obj.campaign(), progress.Voice(obj.say, echo=True))
 
 
 @cli.command()
@@ -288,7 +286,7 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
     obj.long_step()
     finishing = check_finish(
         obj.campaign(),
-        progress.Voice(obj.say, echo=not obj.quiet),
+        obj.voice,
         allow_paths=allow_paths,
         confirm=confirm,
     )
