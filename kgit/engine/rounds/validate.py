@@ -91,12 +91,7 @@ def _plain_means(runs: list[dict[str, float]], labels: list[str]) -> dict[str, f
     }
 
 
-def validate_round(
-    campaign: Campaign,
-    voice: Voice,
-    *,
-    full: bool,
-) -> RoundVerdict:
+def validate_round(campaign: Campaign, voice: Voice, *, full: bool) -> RoundVerdict:
     hint = f"make the change and {commit_words(campaign)}"
     at = round_at(campaign, "validate", trusted_for="validate", commit_hint=hint)
     require_on_best(campaign, at, "validate")
