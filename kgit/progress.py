@@ -15,10 +15,28 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import IO
 
 # What a step is handed to report its progress: `say` below, a quiet stand-in or a test's list.
 Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Voice:
+    """How a command speaks to its user: `say` prints kgit's own lines, and `echo` says whether
+    the output of the commands it runs for the user (harnesses, tests, builds) is shown too.
+
+    Made once per CLI command (`-q` silences both) and handed down whole, so that a step that
+    runs a harness and reports on it takes one argument, not a pair threaded side by side."""
+
+    say: Say
+    echo: bool = True
+
+    def unechoed(self) -> Voice:
+        """The same voice, with the commands' own output not shown."""
+        return replace(self, echo=False)
+
 
 CLEAR = "\r\033[K"
 REDRAW_S = 0.5

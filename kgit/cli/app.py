@@ -62,6 +62,12 @@ class Ctx:
         if not self.quiet:
             progress.say(message)
 
+    @property
+    def voice(self) -> progress.Voice:
+        """What the command says, and whether its harnesses' and tests' output is shown: both
+        silenced by -q."""
+        return progress.Voice(self.say, echo=not self.quiet)
+
     def long_step(self) -> None:
         """This command runs harnesses or tests for a while: on a terminal, a live line shows
         the step in progress and its elapsed time (kgit/progress.py)."""

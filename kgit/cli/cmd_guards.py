@@ -156,7 +156,11 @@ def gate_audit(
     campaign = obj.campaign()
     wanted = count or campaign.manifest.gate_audit_mutants or 6
     audit = run_audit(
-        campaign, obj.say, count=wanted, trigger="kgit gate audit", timeout_s=timeout_s
+        campaign,
+        obj.voice.unechoed(),
+        count=wanted,
+        trigger="kgit gate audit",
+        timeout_s=timeout_s,
     )
     emit(audit_shown(audit), as_json, lambda shown: render_audit(to_json(shown)))
     if strict and audit.weak:

@@ -190,7 +190,7 @@ def baseline(obj: Ctx, wait_audit: bool, as_json: bool) -> None:
 
     obj.long_step()
     with progress.collecting() as phases:
-        result = run_baseline(obj.campaign(), obj.say, echo=not obj.quiet, wait=wait_audit)
+        result = run_baseline(obj.campaign(), obj.voice, wait=wait_audit)
     obj.say(phases.line())
     emit(
         replace(result, phases=phases.to_dict()),
@@ -211,7 +211,8 @@ def baseline_audit(obj: Ctx) -> None:
     """The baseline's quick gate audit, in the background (started by kgit baseline)."""
     from kgit.engine.guards.audit import background_audit
 
-    background_audit(obj.campaign(), obj.say, echo=True)
+    # Its standard error is the audit's log: the gate's output is kept there whatever -q says.
+    background_audit(obj.campaign(), progress.Voice(obj.say, echo=True))
 
 
 @cli.command()
@@ -284,7 +285,10 @@ def finish(obj: Ctx, allow_paths: tuple[str, ...], as_json: bool) -> None:
 
     obj.long_step()
     finishing = check_finish(
-        obj.campaign(), obj.say, allow_paths=allow_paths, confirm=confirm, echo=not obj.quiet
+        obj.campaign(),
+        obj.voice,
+        allow_paths=allow_paths,
+        confirm=confirm,
     )
     final_note = render_final_note(CampaignReader(finishing.finished), finishing.data)
     result = record_finish(finishing, final_note)

@@ -71,7 +71,7 @@ def round_validate(obj: Ctx, full: bool, as_json: bool) -> None:
 
     obj.long_step()
     with progress.collecting() as phases:
-        result = validate_round(obj.campaign(), obj.say, full=full, echo=not obj.quiet)
+        result = validate_round(obj.campaign(), obj.voice, full=full)
     obj.say(phases.line())
     emit(replace(result, phases=phases.to_dict()), as_json, render_verdict)
 
@@ -89,7 +89,7 @@ def round_accept(obj: Ctx, attribution: str | None, lesson: str | None, as_json:
 
     obj.long_step()
     words = {"attribution": attribution or "", "lesson": lesson or ""}
-    result = accept_round(obj.campaign(), obj.say, echo=not obj.quiet, words=words)
+    result = accept_round(obj.campaign(), obj.voice, words=words)
     emit(
         result,
         as_json,
@@ -192,7 +192,7 @@ def worker(
         name or default,
         device,
         max_rounds,
-        not obj.quiet,
+        obj.voice.echo,
         remote=remote,
         take_over=take_over,
     )

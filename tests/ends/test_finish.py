@@ -212,10 +212,13 @@ def test_a_finish_recorded_meanwhile_refuses_the_second_and_writes_nothing(
     from kgit.engine.rounds.finish import check_finish, record_finish
     from kgit.errors import KgitError
     from kgit.gitdoor import open_repo
+    from kgit.progress import Voice
 
     repo = suite_campaign
     accepted_round(repo, "bigger tiles", "speed: 110\n")
-    finishing = check_finish(Campaign.load(open_repo(repo), "c1"), lambda line: None)
+    finishing = check_finish(
+        Campaign.load(open_repo(repo), "c1"), Voice(lambda line: None, echo=False)
+    )
     assert finishing.finished.state.finished and not finishing.campaign.state.finished
     assert run_kgit("finish").code == 0  # another finish, between the checks and the record
     recorded = git(repo, "rev-parse", "refs/kgit/c1/campaign")

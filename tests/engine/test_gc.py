@@ -143,8 +143,9 @@ import sys, time
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.gitdoor import open_repo
+from kgit.progress import Voice
 campaign = Campaign.load(open_repo(), "c1")
-measuring_tree(campaign, campaign.best_tip(), "reference", lambda line: None, echo=False)
+measuring_tree(campaign, campaign.best_tip(), "reference", Voice(lambda line: None, echo=False))
 print("measuring", flush=True)
 time.sleep(float(sys.argv[1]))
 """

@@ -11,6 +11,7 @@ from kgit.engine.campaign import Campaign
 from kgit.engine.rounds.accept import accept_round
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
+from kgit.progress import Voice
 from tests.conftest import commit, git, record_note, run_kgit
 from tests.engine.killing import kill_after_call, marked_open
 
@@ -94,7 +95,7 @@ def test_a_stale_accept_does_not_close_the_round_opened_after_it(campaign: Path)
             raced.append(run_kgit("round", "start", "the next idea").code)
 
     try:
-        accept_round(stale, say, echo=False)
+        accept_round(stale, Voice(say, echo=False))
         raise AssertionError("the stale accept went through")
     except KgitError as error:
         assert "round-2 was closed by another kgit process" in error.message
@@ -115,7 +116,7 @@ def test_an_accept_refuses_when_the_round_branch_moved_under_it(campaign: Path) 
         git(repo, "commit", "-q", "--allow-empty", "--no-verify", "-m", "later")
 
     try:
-        accept_round(stale, say, echo=False)
+        accept_round(stale, Voice(say, echo=False))
         raise AssertionError("accept took a tip it did not judge")
     except KgitError as error:
         assert "branch moved while kgit was working on it" in error.message

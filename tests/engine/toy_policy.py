@@ -11,7 +11,6 @@ from typing import Any
 
 from kgit.engine.campaign import Campaign
 from kgit.engine.measuring.harness import passes
-from kgit.engine.measuring.harness.passes import Say
 from kgit.engine.measuring.policies.target import (
     Calibrated,
     Outcome,
@@ -23,6 +22,7 @@ from kgit.engine.measuring.policies.target import (
 from kgit.judge.decision import Judged, Standard
 from kgit.judge.scoring import geomean, pct
 from kgit.judge.verdict import IMPROVED, NOT_IMPROVED, Verdict
+from kgit.progress import Voice
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Thresholds
 from kgit.records.notes import ACCEPTED, ROLLED_BACK
@@ -33,24 +33,22 @@ ACCEPT_REASON = "toy rule: every shape over the best line"
 
 
 def measure(
-    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say, *, echo: bool
+    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, voice: Voice
 ) -> Outcome:
     manifest = campaign.manifest
     evidence = evidence_for(target, manifest.decision_policy, "pass", prior)
     standard = standard_for(manifest, target.labels, target.reference_values, target.versus)
     frozen = tuple(campaign.state.frozen_header or ())
     shapes = manifest.shapes_for(target.labels)
-    run = passes.measure(campaign, shapes, frozen, say, echo=echo, tree=path)
+    run = passes.measure(campaign, shapes, frozen, voice, tree=path)
     evidence.failed = list(run.score.failing)
     evidence.runs.append(dict(run.score.values))
     return Outcome(evidence, standard, [run])
 
 
-def calibrate(
-    campaign: Campaign, commit: str, path: Path, pick: Pick, say: Say, *, echo: bool
-) -> Calibrated:
+def calibrate(campaign: Campaign, commit: str, path: Path, pick: Pick, voice: Voice) -> Calibrated:
     shapes = campaign.manifest.target_shapes
-    return Calibrated(passes.measure(campaign, shapes, None, say, echo=echo, tree=path), {}, {})
+    return Calibrated(passes.measure(campaign, shapes, None, voice, tree=path), {}, {})
 
 
 def floors(campaign: Campaign, labels: list[str], versus: str) -> dict[str, float]:

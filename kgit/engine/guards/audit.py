@@ -37,7 +37,7 @@ from kgit.judge.mutants import PYTHON_SUFFIXES, NotMutable, mutants_of
 from kgit.judge.mutants_python import kernel_functions
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.tails import block_sizes, power_of_two_padding, tail_warning
-from kgit.progress import Say, warn
+from kgit.progress import Voice, warn
 from kgit.records.gate_audit import GateAudit
 
 MAX_SOURCE_BYTES = 1_000_000
@@ -96,7 +96,7 @@ class UnjudgeableGate(KgitError):
     (the gate needs a file that is not committed, or it is broken)."""
 
 
-def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, Any] | None:
+def audit_at_baseline(campaign: Campaign, voice: Voice) -> dict[str, Any] | None:
     """The baseline's audit, sized by `gate_audit_mutants` and quick (at most two gate runs
     of wall time: kgit/engine/guards/audit_modes.py, the first survivor of each kernel ends its mutants); never fails
     the baseline (which is already recorded): what stops the audit is a warning. Returns the
@@ -111,21 +111,22 @@ def audit_at_baseline(campaign: Campaign, say: Say, *, echo: bool) -> dict[str, 
         plan = plan_audit(campaign, commit)
         if plan.tail_warning:
             warn(plan.tail_warning)
-        say("gate audit: off (gate_audit_mutants: 0); kgit gate audit runs one")
+        voice.say("gate audit: off (gate_audit_mutants: 0); kgit gate audit runs one")
         return None
     try:
-        audit = run_audit(campaign, say, count=count, trigger="baseline", echo=echo, quick=True,
-                          commit=commit)  # fmt: skip
+        audit = run_audit(
+            campaign, voice, count=count, trigger="baseline", quick=True, commit=commit
+        )
     except UnjudgeableGate as error:
         warn(f"{error.message}\nhint: {error.hint}")
         return None
     except KgitError as error:
-        say(f"warning: {error.message}" + (f"\nhint: {error.hint}" if error.hint else ""))
+        voice.say(f"warning: {error.message}" + (f"\nhint: {error.hint}" if error.hint else ""))
         return None
     return audit.summary()
 
 
-def background_audit(campaign: Campaign, say: Say, *, echo: bool) -> None:
+def background_audit(campaign: Campaign, voice: Voice) -> None:
     """`kgit _baseline-audit`, started by the baseline (kgit/engine/guards/audit_background.py):
     the quick audit under the device's measuring lock, since its gate runs use the device as a
     harness does. Its mark goes only once the audit has ended as the inline one does (recorded,
@@ -133,8 +134,10 @@ def background_audit(campaign: Campaign, say: Say, *, echo: bool) -> None:
     from kgit.engine.measuring.device.devicelock import measuring
 
     await_mark(campaign)
-    with measuring(campaign.repo, f"campaign {campaign.name}: the baseline's gate audit", say):
-        audit_at_baseline(campaign, say, echo=echo)
+    with measuring(
+        campaign.repo, f"campaign {campaign.name}: the baseline's gate audit", voice.say
+    ):
+        audit_at_baseline(campaign, voice)
         ended_unrecorded(campaign)
     finished(campaign)
 
@@ -153,12 +156,11 @@ def ended_unrecorded(campaign: Campaign) -> None:
 
 def run_audit(
     campaign: Campaign,
-    say: Say,
+    voice: Voice,
     *,
     count: int,
     trigger: str,
     timeout_s: float | None = None,
-    echo: bool = False,
     quick: bool = False,
     commit: str | None = None,
 ) -> GateAudit:
@@ -171,8 +173,8 @@ def run_audit(
     plan = plan_audit(campaign, commit or require_best_where_recorded(campaign))
     if plan.tail_warning:
         warn(plan.tail_warning)
-    audit = audit_gate(campaign, plan, say, count=count, trigger=trigger, timeout_s=timeout_s,
-                       echo=echo, quick=quick, started=started)  # fmt: skip
+    audit = audit_gate(campaign, plan, voice, count=count, trigger=trigger, timeout_s=timeout_s,
+                       quick=quick, started=started)  # fmt: skip
     weak = weak_gate_warning(audit)
     if weak:
         warn(weak)
@@ -182,12 +184,11 @@ def run_audit(
 def audit_gate(
     campaign: Campaign,
     plan: Plan,
-    say: Say,
+    voice: Voice,
     *,
     count: int,
     trigger: str,
     timeout_s: float | None = None,
-    echo: bool = False,
     quick: bool = False,
     started: float | None = None,
 ) -> GateAudit:
@@ -211,13 +212,13 @@ def audit_gate(
         mode="quick" if quick else "full",
     )
     shown = ", ".join(f"{p} ({len(m)})" for p, m in plan.mutants.items())
-    say(f"gate audit of {plan.commit[:10]}: mutation sites in {shown}")
-    scratch = scratch_tree(campaign, plan.commit, plan.sources, say, echo=echo)
+    voice.say(f"gate audit of {plan.commit[:10]}: mutation sites in {shown}")
+    scratch = scratch_tree(campaign, plan.commit, plan.sources, voice)
     trees: list[Path] = []
     try:
         with exclusive(campaign), scratch as tree:
             trees.append(tree)
-            run = AuditRun(campaign, plan, trees, audit, say, count, timeout_s, started, echo)
+            run = AuditRun(campaign, plan, trees, audit, voice, count, timeout_s, started)
             control = run.quick() if quick else run.full()
     finally:
         for extra in trees[1:]:

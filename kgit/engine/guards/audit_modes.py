@@ -35,7 +35,7 @@ from kgit.judge.audit_coverage import coverage, covered_words
 from kgit.judge.mutants import CPP_SUFFIXES, PYTHON_SUFFIXES, Mutant, draw
 from kgit.judge.mutants_python import KernelFunction
 from kgit.judge.reach import Launches, Reach, ReachMap, describe, describe_lines, unrelated_tests
-from kgit.progress import Say
+from kgit.progress import Say, Voice
 from kgit.records.gate_audit import (
     CAUGHT,
     EQUIVALENT,
@@ -81,11 +81,14 @@ class AuditRun:
     plan: Plan
     trees: list[Path]
     audit: GateAudit
-    say: Say
+    voice: Voice
     count: int
     timeout_s: float | None
     started: float
-    echo: bool
+
+    @property
+    def say(self) -> Say:
+        return self.voice.say
 
     @property
     def kernels(self) -> bool:
@@ -230,7 +233,7 @@ class AuditRun:
         """The other trees mutants run in, checked out while the control runs."""
         wanted = min(parallel_trees(self.campaign), self.plan.sites)
         for index in range(2, wanted + 1):
-            tree = extra_tree(self.campaign, self.plan.commit, index, self.say, echo=self.echo)
+            tree = extra_tree(self.campaign, self.plan.commit, index, self.voice)
             self.trees.append(tree)
 
     def _canaries(self, observed: Observed, allowed: float, budget: Budget) -> None:

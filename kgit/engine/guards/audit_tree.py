@@ -19,7 +19,7 @@ from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.engine.user_commands import CommandResult, run_command
 from kgit.errors import KgitError
 from kgit.gitdoor import open_repo
-from kgit.progress import Say
+from kgit.progress import Voice
 from kgit.resources import gpu_present
 
 SIDE = "audit"
@@ -95,9 +95,9 @@ def parallel_trees(campaign: Campaign) -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def extra_tree(campaign: Campaign, commit: str, index: int, say: Say, *, echo: bool) -> Path:
+def extra_tree(campaign: Campaign, commit: str, index: int, voice: Voice) -> Path:
     """The INDEXth (2, 3, ...) audit tree at COMMIT, for mutants run side by side."""
-    return measuring_tree(campaign, commit, f"{SIDE}-{index}", say, echo=echo)
+    return measuring_tree(campaign, commit, f"{SIDE}-{index}", voice)
 
 
 def reset(tree: Path) -> None:
@@ -113,11 +113,11 @@ def tree_path(campaign: Campaign) -> Path:
 
 @contextmanager
 def scratch_tree(
-    campaign: Campaign, commit: str, sources: Iterable[str], say: Say, *, echo: bool
+    campaign: Campaign, commit: str, sources: Iterable[str], voice: Voice
 ) -> Iterator[Path]:
     """kgit's audit work tree at COMMIT, reset however the audit ends. After mutants were
     rebuilt there, its build no longer matches the commit: the next use rebuilds."""
-    tree = measuring_tree(campaign, commit, SIDE, say, echo=echo)
+    tree = measuring_tree(campaign, commit, SIDE, voice)
     for folder in {(tree / path).parent / "__pycache__" for path in sources}:
         shutil.rmtree(folder, ignore_errors=True)  # stale bytecode of an earlier, killed audit
     try:

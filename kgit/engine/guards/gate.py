@@ -27,7 +27,7 @@ from kgit.engine.user_commands import CommandResult
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
 from kgit.judge.gate_reads import GateReads, gate_reads
-from kgit.progress import Say, phase
+from kgit.progress import Say, Voice, phase
 from kgit.records.manifest import Manifest
 from kgit.records.notes import CLEAN_CHECKOUT, WORK_TREE, GateNote
 
@@ -36,19 +36,17 @@ def say_stderr(message: str) -> None:
     print(f"kgit: {message}", file=sys.stderr, flush=True)
 
 
-def run_tests(
-    campaign: Campaign, say: Say, *, echo: bool, checkout: Path | None = None
-) -> CommandResult:
+def run_tests(campaign: Campaign, voice: Voice, *, checkout: Path | None = None) -> CommandResult:
     """The test command in CHECKOUT, kgit's clean checkout (default: the user's work tree)."""
     command = campaign.manifest.test_command
-    say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
+    voice.say(f"gate: running `{command}`" + (" in kgit's clean checkout" if checkout else ""))
     folder = checkout or campaign.repo.root
     with watched(campaign, gate_lib(folder), "the gate"), phase("gate"):
-        result = run_in_gate_world(campaign, command, folder, echo=echo)
+        result = run_in_gate_world(campaign, command, folder, echo=voice.echo)
     if not result.ok:
         unpassed = unpassed_hint(campaign.manifest.env)
         if unpassed:
-            say(f"gate: {unpassed}")
+            voice.say(f"gate: {unpassed}")
     return result
 
 
@@ -106,7 +104,7 @@ def gate_failure(result: CommandResult, timeout_s: float) -> KgitError:
     )
 
 
-def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> GateNote:
+def ensure_gated(campaign: Campaign, commit: str, voice: Voice) -> GateNote:
     """The gate's pass for COMMIT's tree in kgit's clean checkout of it, running the tests there
     now unless they already passed there (see the module's docstring)."""
     tree = campaign.repo.tree_of(commit)
@@ -115,16 +113,16 @@ def ensure_gated(campaign: Campaign, commit: str, say: Say, *, echo: bool) -> Ga
         return note
     if note is None:
         shown = campaign.repo.note_read(campaign.refs.gate_notes, tree)
-        say(
+        voice.say(
             "this tree was never gated by kgit (committed with --no-verify?)"
             + ("; the gate note git shows for it is not one kgit wrote" if shown else "")
             + ": gating it now, in kgit's clean checkout of the commit"
         )
     elif note.where != CLEAN_CHECKOUT:
         outcome = "passed" if note.passed else "failed"
-        say(f"gate: {outcome} in your work tree (the hook); now in kgit's clean checkout")
-    path = measuring_tree(campaign, commit, "candidate", say, echo=echo)
-    result = run_tests(campaign, say, echo=echo, checkout=path)
+        voice.say(f"gate: {outcome} in your work tree (the hook); now in kgit's clean checkout")
+    path = measuring_tree(campaign, commit, "candidate", voice)
+    result = run_tests(campaign, voice, checkout=path)
     note = record_gate(campaign, tree, result, CLEAN_CHECKOUT)
     if not result.ok:
         raise gate_failure(result, campaign.manifest.timeout_s)
@@ -145,7 +143,7 @@ def gate_commit_in_progress(repo: Repo, campaign: Campaign, say: Say) -> int:
         return 0
     if in_work_tree:
         with repo.staged_snapshot():
-            result = run_tests(campaign, say, echo=False)
+            result = run_tests(campaign, Voice(say, echo=False))
         record_gate(campaign, tree, result)
     else:
         result = _gate_clean_snapshot(repo, campaign, tree, say)
@@ -168,5 +166,6 @@ def _gate_clean_snapshot(repo: Repo, campaign: Campaign, tree: str, say: Say) ->
     head = plain.rev_parse("HEAD")
     snapshot = plain.commit_tree(tree, [head] if head else [], "kgit: the snapshot being gated\n")
     ours = Campaign.load(plain, campaign.name)
-    path = measuring_tree(ours, snapshot, "candidate", say, echo=False)
-    return run_tests(ours, say, echo=False, checkout=path)
+    voice = Voice(say, echo=False)
+    path = measuring_tree(ours, snapshot, "candidate", voice)
+    return run_tests(ours, voice, checkout=path)

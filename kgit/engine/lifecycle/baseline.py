@@ -28,37 +28,37 @@ from kgit.gitdoor import Repo
 from kgit.judge.floor import campaign_floor
 from kgit.judge.representative import pick_representative
 from kgit.judge.scoring import diagnostics, geomean
-from kgit.progress import Say, phase, warn
+from kgit.progress import Say, Voice, phase, warn
 from kgit.records.campaign_results import BaselineRecorded
 from kgit.records.manifest import Manifest
 from kgit.records.names import HARNESS_DIR
 from kgit.records.notes import BASELINE, RoundNote, ShapeResult
 
 
-def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) -> BaselineRecorded:
+def baseline(campaign: Campaign, voice: Voice, *, wait: bool = False) -> BaselineRecorded:
     """Round 1: tests, full validation, frozen schema and harness, representative shapes."""
     repo, manifest = campaign.repo, campaign.manifest
     base = _ready_for_baseline(campaign)
     if repo.current_branch() != campaign.refs.best:
         repo.switch(campaign.refs.best)
-    say(f"baseline of {campaign.name} at {base[:10]}")
-    print_tips(campaign, say)  # lessons of earlier campaigns on this GPU, op and backend
-    _gate_at_baseline(campaign, base, say, echo)
+    voice.say(f"baseline of {campaign.name} at {base[:10]}")
+    print_tips(campaign, voice.say)  # lessons of earlier campaigns on this GPU, op and backend
+    _gate_at_baseline(campaign, base, voice)
 
     representative_of = functools.partial(_representative, manifest)
     # The full pass, then (interleaved) the A/A calibration; it records launches for the audit.
     with harness_records(baseline_log(campaign), traced_sources(manifest.kernel_source)):
-        calibrated = baseline_pass(campaign, base, representative_of, say, echo=echo)
+        calibrated = baseline_pass(campaign, base, representative_of, voice)
     run, floors = calibrated.first, calibrated.floors
-    inactive = _inactive_shapes(manifest, run, say)
-    _check_floor(campaign, calibrated, say)
+    inactive = _inactive_shapes(manifest, run, voice.say)
+    _check_floor(campaign, calibrated, voice.say)
     representative = representative_of(run)
-    gate_unseen, protected, harness_copy = _frozen_for_gate(repo, base, manifest, say)
+    gate_unseen, protected, harness_copy = _frozen_for_gate(repo, base, manifest, voice.say)
     note = _baseline_note(campaign, calibrated, protected)
     campaign.state.frozen_header = list(run.table.header)
     campaign.state.fingerprint = run.fingerprint
     if calibrated.statistics:
-        say("noise floors: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in floors.items()))
+        voice.say("noise floors: " + ", ".join(f"{k} {v * 100:.2f}%" for k, v in floors.items()))
     with repo.write_lock():
         current = campaign.reload()
         if current.state.baselined:
@@ -74,7 +74,7 @@ def baseline(campaign: Campaign, say: Say, *, echo: bool, wait: bool = False) ->
         _save_baseline(current, base, run, note, harness_copy)
     # After the baseline is recorded: an audit that is interrupted or cannot run loses nothing.
     with phase("audit"):
-        audit = _audit(current, base, say, echo=echo, inline=wait)
+        audit = _audit(current, base, voice, inline=wait)
     return BaselineRecorded(
         campaign=campaign.name,
         round=1,
@@ -101,13 +101,13 @@ def _representative(manifest: Manifest, first: Measurement) -> list[str]:
 
 
 def _audit(
-    campaign: Campaign, base: str, say: Say, *, echo: bool, inline: bool
+    campaign: Campaign, base: str, voice: Voice, *, inline: bool
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The baseline's gate audit: (its summary when run inline, else None; its mark, started in
     a process of its own unless INLINE is asked (kgit/engine/guards/audit_background.py))."""
     if _audits_inline(campaign, inline):
-        return audit_at_baseline(campaign, say, echo=echo), None
-    return None, start_audit(campaign, base, say)
+        return audit_at_baseline(campaign, voice), None
+    return None, start_audit(campaign, base, voice.say)
 
 
 def _audits_inline(campaign: Campaign, inline: bool) -> bool:
@@ -134,9 +134,9 @@ def _ready_for_baseline(campaign: Campaign) -> str:
     return base
 
 
-def _gate_at_baseline(campaign: Campaign, base: str, say: Say, echo: bool) -> None:
+def _gate_at_baseline(campaign: Campaign, base: str, voice: Voice) -> None:
     """The test command on BASE, its result recorded as the gate's; a failure refuses."""
-    tests = run_tests(campaign, say, echo=echo)
+    tests = run_tests(campaign, voice)
     record_gate(campaign, campaign.repo.tree_of(base), tests)
     if not tests.ok:
         raise gate_failure(tests, campaign.manifest.timeout_s)

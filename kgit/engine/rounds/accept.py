@@ -35,22 +35,22 @@ from kgit.engine.sharing.follow import follow_branch
 from kgit.errors import KgitError
 from kgit.judge.judgement import Judgement, judge
 from kgit.judge.verdict import IMPOSSIBLE, LINK_OUT, OUTSIDE_SCOPE, PROTECTED, RULE_11
-from kgit.progress import Say
+from kgit.progress import Say, Voice
 from kgit.records.evidence import Evidence
 from kgit.records.notes import ACCEPT, ACCEPTING, ROLLBACK, OpenRound, RoundNote
 from kgit.records.round_results import RoundAccepted
 
 
 def accept_round(
-    campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str] | None = None
+    campaign: Campaign, voice: Voice, *, words: dict[str, str] | None = None
 ) -> RoundAccepted:
     """Accept the open round. Its checks read the record and the best line before taking the
     lock (the gate may run meanwhile), so a second accept of the same round can fail any of
     them once the first has moved the best line; such a refusal says what really happened.
     WORDS: what the user says of the round (attribution, lesson), kept in its note."""
-    wait_for_audit(campaign, say)  # the baseline's, in the background: its result comes first
+    wait_for_audit(campaign, voice.say)  # the baseline's, in the background: its result comes first
     try:
-        return _accept(campaign, say, echo=echo, words=words or {})
+        return _accept(campaign, voice, words=words or {})
     except KgitError as error:
         raise _closed_meanwhile(campaign, error) from None
 
@@ -72,7 +72,7 @@ def _closed_meanwhile(campaign: Campaign, error: KgitError) -> KgitError:
     )
 
 
-def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) -> RoundAccepted:
+def _accept(campaign: Campaign, voice: Voice, *, words: dict[str, str]) -> RoundAccepted:
     hint = f"change the kernel, {commit_words(campaign)}, then kgit round validate"
     at = round_at(campaign, "accept", trusted_for="accept (it may run the gate)", commit_hint=hint)
     open_round, tip = at.open_round, at.tip
@@ -86,7 +86,7 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             hint="kgit round rollback finishes it",
         )
     if interrupted == ACCEPT:  # the best line already holds it: only the record is left to do
-        return accept_under_lock(campaign, open_round, tip, say, completing=True, words=words)
+        return accept_under_lock(campaign, open_round, tip, voice.say, completing=True, words=words)
     # The decision below comes from the record, never from the notes ref; one that differs is
     # still a reason to stop: someone rewrote the campaign's published record.
     require_unchanged(campaign, ("rounds", "gate"), f"accept round-{note.round}")
@@ -97,8 +97,8 @@ def _accept(campaign: Campaign, say: Say, *, echo: bool, words: dict[str, str]) 
             details="\n".join(note.reasons),
         )
     _require_judged_accepting(campaign, note, _recorded_evidence(campaign, note, tip), tip)
-    ensure_gated(campaign, tip, say, echo=echo)
-    return accept_under_lock(campaign, open_round, tip, say, words=words)
+    ensure_gated(campaign, tip, voice)
+    return accept_under_lock(campaign, open_round, tip, voice.say, words=words)
 
 
 def _recorded_note(campaign: Campaign, open_round: OpenRound, tip: str) -> RoundNote:

@@ -61,7 +61,7 @@ from kgit.judge.floor import campaign_floor, pct_of_peak, shape_dtypes
 from kgit.judge.judgement import Facts, judge, objections
 from kgit.judge.scope import in_kernel_source
 from kgit.judge.verdict import CORRECTNESS
-from kgit.progress import Say
+from kgit.progress import Voice
 from kgit.records.final_results import (
     CampaignFinished,
     DidNotWork,
@@ -123,31 +123,32 @@ class Finishing:
 
 def check_finish(
     campaign: Campaign,
-    say: Say,
+    voice: Voice,
     *,
     allow_paths: Sequence[str] = (),
     confirm: Confirm | None = None,
-    echo: bool = False,
 ) -> Finishing:
     """Check the campaign's best line for final acceptance, or refuse with every reason.
     Nothing is written: `record_finish` records the accepted line with its report (rendered
     in between by the caller, from views the engine does not import)."""
     require_trusted(campaign, "finish")
     _require_finishable(campaign)
-    wait_for_audit(campaign, say)  # the baseline's, in the background: the report shows it
+    wait_for_audit(campaign, voice.say)  # the baseline's, in the background: the report shows it
     repo = campaign.repo
     require_clean(repo, "finish")
     best = require_best_where_recorded(campaign)
     if repo.current_branch() != campaign.refs.best:
         repo.switch(campaign.refs.best)
     changed, outside = _check_scope(campaign, best, allow_paths, confirm)
-    say(f"final acceptance of {campaign.name} at {best[:10]} ({len(changed)} file(s) changed)")
+    voice.say(
+        f"final acceptance of {campaign.name} at {best[:10]} ({len(changed)} file(s) changed)"
+    )
     # Read once: the lock below refuses to record if the best line moved meanwhile. The rounds
     # name the final branch's commits and fill the report; they decide nothing here.
     rounds = campaign.all_rounds(verified=True)
     for drift in drifts(campaign, ("rounds", "bench")):
-        say(f"warning: {problem(campaign, drift)}; kgit doctor explains it")
-    check = _acceptance(campaign, best, rounds, say, echo=echo)
+        voice.say(f"warning: {problem(campaign, drift)}; kgit doctor explains it")
+    check = _acceptance(campaign, best, rounds, voice)
     check.changed, check.outside = changed, outside
     if check.reasons:
         raise KgitError(
@@ -226,23 +227,25 @@ def _check_scope(
 
 
 def _acceptance(
-    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]], say: Say, *, echo: bool
+    campaign: Campaign, best: str, rounds: list[tuple[str, RoundNote]], voice: Voice
 ) -> Acceptance:
     manifest = campaign.manifest
     root = campaign.repo.root
     reasons: list[str] = []
     if manifest.rebuild_command:
-        say(f"rebuild: `{manifest.rebuild_command}`")
-        built = run_in_gate_world(campaign, manifest.rebuild_command, root, echo=echo)
+        voice.say(f"rebuild: `{manifest.rebuild_command}`")
+        built = run_in_gate_world(campaign, manifest.rebuild_command, root, echo=voice.echo)
         if not built.ok:
             raise KgitError("the rebuild command failed", details=built.tail[-4000:])
     command = manifest.acceptance_command or manifest.test_command
     if not manifest.acceptance_command:
-        say("warning: no acceptance_command in the manifest: running test_command as the suite")
-    say(f"test suite: `{command}`")
+        voice.say(
+            "warning: no acceptance_command in the manifest: running test_command as the suite"
+        )
+    voice.say(f"test suite: `{command}`")
     # In the gate's world: the manifest's `env:` (TRITON_INTERPRET on a CPU) and kgit's PYTHONPATH,
     # as the gate had them, and nothing else of the caller's shell.
-    suite = run_in_gate_world(campaign, command, root, echo=echo)
+    suite = run_in_gate_world(campaign, command, root, echo=voice.echo)
     if not suite.ok:
         why = "timed out" if suite.returncode is None else f"exited {suite.returncode}"
         reasons.append(f"test suite failed: `{command}` {why} after {suite.seconds:.1f} s")
@@ -253,7 +256,7 @@ def _acceptance(
     findings = rule11_findings(campaign.repo, campaign.state.base, best)
     facts = Facts(shortcuts=tuple(f.describe() for f in findings))
     check.reasons += objections(facts)
-    _full_validation(campaign, best, rounds, (facts, check), say, echo=echo)
+    _full_validation(campaign, best, rounds, (facts, check), voice)
     return check
 
 
@@ -262,9 +265,7 @@ def _full_validation(
     best: str,
     rounds: list[tuple[str, RoundNote]],
     judged: tuple[Facts, Acceptance],
-    say: Say,
-    *,
-    echo: bool,
+    voice: Voice,
 ) -> None:
     """Every active target shape, the best line against the baseline commit, through the
     rounds' own validation path (kgit/engine/measuring/policies/validation.py), judged with the FACTS of
@@ -273,18 +274,20 @@ def _full_validation(
     facts, check = judged
     inactive = set(campaign.state.inactive)
     labels = [label for label in campaign.manifest.shape_labels if label not in inactive]
-    say(f"full validation on all {len(labels)} active target shapes against the baseline commit")
+    voice.say(
+        f"full validation on all {len(labels)} active target shapes against the baseline commit"
+    )
     repo = campaign.repo
     # How the baseline's calibration measured (resident harnesses or passes): read from the record's
     # round-1, it sets how to measure, not what the figures are.
     resident = ran_resident(rounds[0][1] if rounds else None)
     policy = policy_of(campaign.manifest)
     try:
-        baseline = _baseline_now(campaign, policy, labels, say, echo=echo)
+        baseline = _baseline_now(campaign, policy, labels, voice)
         target = Target(
             best, repo.tree_of(best), campaign.state.base, baseline, labels, "baseline", resident
         )
-        outcome = validate(campaign, policy, target, None, say, echo=echo)
+        outcome = validate(campaign, policy, target, None, voice)
     except HarnessError as exc:
         check.reasons.append(f"full validation: {exc.message}")
         check.details += [exc.details] if exc.details else []
@@ -345,7 +348,7 @@ def _record_figures(
 
 
 def _baseline_now(
-    campaign: Campaign, policy: Policy, labels: list[str], say: Say, *, echo: bool
+    campaign: Campaign, policy: Policy, labels: list[str], voice: Voice
 ) -> dict[str, float]:
     """The baseline commit's figures on LABELS, measured now in kgit's reference work tree, for
     a POLICY that judges against stored figures (the seed's); one that measures the reference
@@ -353,10 +356,10 @@ def _baseline_now(
     if not policy.stored_reference:
         return {}
     base = campaign.state.base
-    path = measuring_tree(campaign, base, "reference", say, echo=echo)
+    path = measuring_tree(campaign, base, "reference", voice)
     frozen = tuple(campaign.state.frozen_header or ())
     shapes = campaign.manifest.shapes_for(labels)
-    run = measure(campaign, shapes, frozen, say, echo=echo, tree=path, role=" (baseline commit)")
+    run = measure(campaign, shapes, frozen, voice, tree=path, role=" (baseline commit)")
     require_pristine(path, "reference")
     check_fingerprint(campaign.state.fingerprint, run.fingerprint)
     if run.score.failing:

@@ -31,19 +31,19 @@ from kgit.judge.floor import merge_rates
 from kgit.judge.judgement import Facts, judge
 from kgit.judge.scoring import diagnostics, geomean, pct
 from kgit.judge.verdict import CORRECTNESS, IMPOSSIBLE, RULE_11
-from kgit.progress import Say
+from kgit.progress import Say, Voice
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.notes import ERROR, VALIDATED, OpenRound, RoundNote, ShapeResult
 from kgit.records.round_results import RoundVerdict
 
 
-def _rebuild(campaign: Campaign, say: Say, echo: bool) -> None:
+def _rebuild(campaign: Campaign, voice: Voice) -> None:
     command = campaign.manifest.rebuild_command
     if not command:
         return
-    say(f"rebuild: `{command}`")
+    voice.say(f"rebuild: `{command}`")
     # In the gate's world, as finish runs it: the manifest's `env:`, not the caller's shell.
-    result = run_in_gate_world(campaign, command, campaign.repo.root, echo=echo)
+    result = run_in_gate_world(campaign, command, campaign.repo.root, echo=voice.echo)
     if not result.ok:
         raise KgitError(
             "the rebuild command failed",
@@ -91,7 +91,7 @@ def _plain_means(runs: list[dict[str, float]], labels: list[str]) -> dict[str, f
     }
 
 
-def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> RoundVerdict:
+def validate_round(campaign: Campaign, voice: Voice, *, full: bool) -> RoundVerdict:
     hint = f"make the change and {commit_words(campaign)}"
     at = round_at(campaign, "validate", trusted_for="validate", commit_hint=hint)
     require_on_best(campaign, at, "validate")
@@ -100,8 +100,8 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> R
     # Judged before the gate runs: through a link out of the repository the gate would test
     # code git does not hold, and in kgit's clean checkout the link may point at nothing.
     if not facts.linked:
-        _rebuild(campaign, say, echo)
-        ensure_gated(campaign, tip, say, echo=echo)
+        _rebuild(campaign, voice)
+        ensure_gated(campaign, tip, voice)
     tree = campaign.repo.tree_of(tip)
     note = _new_note(campaign, open_round, full, tree)
     judgement = judge(facts)  # the change's files alone may decide: then nothing is measured
@@ -110,8 +110,8 @@ def validate_round(campaign: Campaign, say: Say, *, full: bool, echo: bool) -> R
         note.decision, note.cause, note.reasons = verdict.decision, verdict.cause, verdict.reasons
         if verdict.cause == RULE_11:
             note.findings = [f.to_dict() for f in findings]
-        return _record(campaign, tip, note, [], say)
-    return _measured(campaign, note, (tip, tree), facts, best_tip, say, echo=echo)
+        return _record(campaign, tip, note, [], voice.say)
+    return _measured(campaign, note, (tip, tree), facts, best_tip, voice)
 
 
 def _new_note(campaign: Campaign, open_round: OpenRound, full: bool, tree: str) -> RoundNote:
@@ -139,9 +139,7 @@ def _measured(
     commit: tuple[str, str],
     facts: Facts,
     best_tip: str,
-    say: Say,
-    *,
-    echo: bool,
+    voice: Voice,
 ) -> RoundVerdict:
     """The round's COMMIT (its sha and tree) measured against the best line and judged under
     the campaign's policy, the change's FACTS judged with it; NOTE recorded with the verdict and
@@ -157,12 +155,12 @@ def _measured(
     resident = ran_resident(rounds[0][1] if rounds else None)
     target = Target(tip, tree, best_tip, best, labels, "best", resident)
     try:
-        outcome = validate(campaign, policy, target, prior, say, echo=echo)
+        outcome = validate(campaign, policy, target, prior, voice)
     except HarnessError as exc:
         note.status, note.reasons = ERROR, [exc.message]
         note.harness_tail = (exc.details or "")[-4000:]
         note.evidence = prior.to_dict() if prior else {}  # an error never loses earlier runs
-        _record(campaign, tip, note, [], say)
+        _record(campaign, tip, note, [], voice.say)
         raise
     over, impossible_labels = _floor_check(campaign, outcome)
     best_devices = [recorded.fingerprint for _, recorded in rounds if recorded.accepted]
@@ -176,7 +174,7 @@ def _measured(
         baseline = {label: baseline_blocks[label] for label in labels if label in baseline_blocks}
     _fill_note(note, outcome, best, baseline, labels, impossible_labels)
     note.statistics = statistics_dict(outcome, policy.statistics(outcome.evidence))
-    return _record(campaign, tip, note, outcome.passes, say, outcome.reference_passes)
+    return _record(campaign, tip, note, outcome.passes, voice.say, outcome.reference_passes)
 
 
 def _floor_check(campaign: Campaign, outcome: Outcome) -> tuple[list[str], list[str]]:

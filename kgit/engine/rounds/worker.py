@@ -42,7 +42,7 @@ from kgit.engine.sharing.publish import Link
 from kgit.engine.user_commands import run_command
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import Repo, open_repo
-from kgit.progress import Say
+from kgit.progress import Say, Voice
 from kgit.records.notes import ACCEPTING
 from kgit.records.results import to_json
 from kgit.records.worker_results import WorkerClaims, WorkerRound, WorkerSummary
@@ -189,6 +189,7 @@ def _run_round(
     shared: SharedRound, setup: WorkerSetup, item: Hypothesis, base: dict[str, Any]
 ) -> dict[str, Any]:
     here, say, link = shared.tree, shared.say, shared.link
+    voice = Voice(say, echo=setup.echo)
     problem = _apply(here, setup, item) or _commit(here, item, setup.echo)
     shared.published()  # a gate note dropped: the round goes on as the remote has it
     if problem:
@@ -197,14 +198,14 @@ def _run_round(
         base["rebases"] = attempt
         try:
             shared.sync()
-            verdict = validate_round(_load(here, setup), say, full=False, echo=setup.echo)
+            verdict = validate_round(_load(here, setup), voice, full=False)
             if not shared.published():
                 continue  # the verdict was dropped: validate the remote's copy of the round
             if verdict.decision not in ACCEPTING:
                 reason = "; ".join(verdict.reasons) or str(verdict.decision)
                 return {**base, **_rollback(shared, reason), "verdict": to_json(verdict)}
             shared.sync()
-            accepted = accept_round(_load(here, setup), say, echo=setup.echo)
+            accepted = accept_round(_load(here, setup), voice)
             if link.publish(here):
                 return {**base, "status": accepted.status, "commit": accepted.commit}
             # Another clone accepted first: the accept was dropped and the round is open again.

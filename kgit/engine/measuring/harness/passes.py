@@ -15,7 +15,7 @@ from kgit.engine.measuring.isolation.world import env_changes, unpassed_hint
 from kgit.engine.user_commands import HARNESS_SOME_FAIL, HarnessRun, parse_fingerprint, run_harness
 from kgit.errors import KgitError, SchemaError
 from kgit.judge.scoring import Score, score
-from kgit.progress import Say, phase
+from kgit.progress import Voice, phase
 from kgit.records.protocol import (
     MEMORY_SHARE_ENV,
     changed_since_written,
@@ -43,34 +43,33 @@ def measure(
     campaign: Campaign,
     shapes: list[dict[str, Any]],
     frozen: tuple[str, ...] | None,
-    say: Say,
+    voice: Voice,
     *,
-    echo: bool,
     tree: Path | None = None,
     role: str = "",
 ) -> Measurement:
     """Run the harness in TREE (default: the work tree) and read its CSV strictly."""
     manifest = campaign.manifest
     cwd = tree or campaign.repo.root
-    say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
+    voice.say(f"harness{role}: {len(shapes)} shape(s): {', '.join(s['label'] for s in shapes)}")
     what = f"campaign {campaign.name}: a harness pass{role}"
     world = harness_world(campaign, cwd)
     try:
-        with sealed(campaign, [tree] if tree else [], what, say), phase("harness passes"):
+        with sealed(campaign, [tree] if tree else [], what, voice.say), phase("harness passes"):
             run = run_harness(
                 manifest.quick_command,
                 shapes,
                 cwd,
                 manifest.timeout_s,
                 tether=campaign.repo.common_dir,
-                echo=echo,
+                echo=voice.echo,
                 env=world.env,
             )
     finally:
         world.close()
     labels = [s["label"] for s in shapes]
     result = read_run(campaign, run, labels, frozen, side=role.strip(), world=world_facts(world))
-    say(
+    voice.say(
         f"harness: done in {run.result.seconds:.1f} s, aggregate {result.score.aggregate:.4g}"
         + (f", FAIL: {', '.join(result.score.failing)}" if result.score.failing else "")
     )

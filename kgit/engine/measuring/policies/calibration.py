@@ -25,22 +25,20 @@ from kgit.judge.stats import (
     residue_settled,
     side_means,
 )
-from kgit.progress import Say, phase, warn
+from kgit.progress import Say, Voice, phase, warn
 from kgit.records.evidence import RESIDENT_MODE, Evidence
 
 
-def baseline_pass(
-    campaign: Campaign, commit: str, pick: Pick, say: Say, *, echo: bool
-) -> Calibrated:
+def baseline_pass(campaign: Campaign, commit: str, pick: Pick, voice: Voice) -> Calibrated:
     """The baseline's full pass (side B, kgit's candidate work tree), and what the campaign's
     policy calibrates besides (kgit/engine/measuring/policies/policy.py: Policy.calibrate)."""
-    candidate = measuring_tree(campaign, commit, "candidate", say, echo=echo)
+    candidate = measuring_tree(campaign, commit, "candidate", voice)
     policy = policy_of(campaign.manifest)
-    return policy.calibrate(campaign, commit, candidate, pick, say, echo=echo)
+    return policy.calibrate(campaign, commit, candidate, pick, voice)
 
 
 def calibrate(
-    campaign: Campaign, commit: str, candidate: Path, pick: Pick, say: Say, *, echo: bool
+    campaign: Campaign, commit: str, candidate: Path, pick: Pick, voice: Voice
 ) -> Calibrated:
     """The interleaved policy's: the baseline's full pass, then the A/A calibration of the
     representative shapes that PICK(first pass) returns (active ones), B against the same commit
@@ -50,14 +48,14 @@ def calibrate(
     is started only while the offsets the pairs drew are not yet well inside the floors
     (residue_settled: a sequential stop that keeps the floors' coverage)."""
     # Both trees are checked out and built before the device is taken (timing only holds it).
-    tree = measuring_tree(campaign, commit, "reference", say, echo=echo)
+    tree = measuring_tree(campaign, commit, "reference", voice)
     what = f"campaign {campaign.name}: baseline and calibration"
-    with sealed(campaign, (tree, candidate), what, say), one_commit_cache():
-        return _calibrated(campaign, commit, (tree, candidate), pick, say, echo=echo)
+    with sealed(campaign, (tree, candidate), what, voice.say), one_commit_cache():
+        return _calibrated(campaign, commit, (tree, candidate), pick, voice)
 
 
 def _calibrated(
-    campaign: Campaign, commit: str, trees: tuple[Path, Path], pick: Pick, say: Say, *, echo: bool
+    campaign: Campaign, commit: str, trees: tuple[Path, Path], pick: Pick, voice: Voice
 ) -> Calibrated:
     manifest = campaign.manifest
     settings = manifest.interleaved
@@ -66,7 +64,7 @@ def _calibrated(
     upcoming: list[Launch] = []  # the next pair's processes, imported and held (_held_pair)
     groups: list[list[Pair]] = []
     try:
-        b = start_side(campaign, "B", candidate, manifest.target_shapes, None, say, echo=echo)
+        b = start_side(campaign, "B", candidate, manifest.target_shapes, None, voice)
         sides.append(b)
         first = b.first
         labels = [label for label in pick(first) if label not in first.score.failing]
@@ -81,30 +79,32 @@ def _calibrated(
         processes = settings.calibration_processes if resident else 1
         wanted = settings.calibration_quads if resident else settings.calibration_pairs
         each = max(3, math.ceil(wanted / processes))
-        _say_plan(say, each, processes)
+        _say_plan(voice.say, each, processes)
         start = time.monotonic()
         mode = b.mode
         for index in range(processes):
             if index > 1 and residue_settled(groups, labels, settings.min_effect_pct):
-                say(f"calibration: {index} pairs of processes drew offsets well inside the floors")
+                voice.say(
+                    f"calibration: {index} pairs of processes drew offsets well inside the floors"
+                )
                 break
             if index:  # a fresh pair, started as `kgit round validate` starts its sides
                 if not upcoming:  # not launched during the quads (_on_a_gpu): launched now
                     close_sides(sides)
-                    upcoming = _held_pair(campaign, trees, (shapes, frozen), block_ms, echo=echo)
-                a, b = _fresh_pair(upcoming, sides, say)
+                    upcoming = _held_pair(
+                        campaign, trees, (shapes, frozen), block_ms, echo=voice.echo
+                    )
+                a, b = _fresh_pair(upcoming, sides, voice.say)
             else:
-                a = start_side(
-                    campaign, "A", tree, shapes, frozen, say, echo=echo, first_block_ms=block_ms
-                )
+                a = start_side(campaign, "A", tree, shapes, frozen, voice, first_block_ms=block_ms)
                 sides.append(a)
             require_reference_passes(a.first)
             _require_one_mode(a, b, mode)
             if index + 1 < processes and _on_a_gpu(first):  # start-up overlaps the quads
-                upcoming = _held_pair(campaign, trees, (shapes, frozen), block_ms, echo=echo)
+                upcoming = _held_pair(campaign, trees, (shapes, frozen), block_ms, echo=voice.echo)
             evidence = Evidence(manifest.decision_policy, mode, "", commit, labels)
             with phase("quads"):
-                sample_pairs(campaign, (a, b), shapes, None, evidence, say, pairs_wanted=each)
+                sample_pairs(campaign, (a, b), shapes, None, evidence, voice.say, pairs_wanted=each)
             groups.append(pairs_of(evidence.pairs))
         seconds = time.monotonic() - start
     finally:

@@ -19,7 +19,7 @@ from kgit.errors import KgitError
 from kgit.judge.decision import Standard, decide
 from kgit.judge.rules import pairs_rule
 from kgit.judge.scoring import geomean
-from kgit.progress import Say, phase
+from kgit.progress import Say, Voice, phase
 from kgit.records.evidence import RESIDENT_MODE, Evidence
 
 
@@ -48,9 +48,7 @@ def measure_interleaved(
     target: Target,
     trees: tuple[Path, Path],
     prior: Evidence | None,
-    say: Say,
-    *,
-    echo: bool,
+    voice: Voice,
 ) -> Outcome:
     """A/B sampling of the reference's and the candidate's TREES; the caller holds the device."""
     floors = floors_for(campaign, target.labels, target.versus)
@@ -67,15 +65,17 @@ def measure_interleaved(
         if target.resident:
             # The reference's process starts now and waits, imported, for the candidate's first
             # pass to end: its start-up overlaps that pass, and the two never time at once.
-            held = _launch_reference(campaign, reference_tree, shapes, hold=True, echo=echo)
-        b = _start_candidate(campaign, path, shapes, sides, say, echo=echo)
+            held = _launch_reference(campaign, reference_tree, shapes, hold=True, echo=voice.echo)
+        b = _start_candidate(campaign, path, shapes, sides, voice)
         outcome = _first_outcome(campaign, target, standard, b, prior)
         if outcome.evidence.failed:
             return outcome
         require_pristine(reference_tree, "reference")
-        launch = held or _launch_reference(campaign, reference_tree, shapes, hold=False, echo=echo)
+        launch = held or _launch_reference(
+            campaign, reference_tree, shapes, hold=False, echo=voice.echo
+        )
         held = None
-        a = launch.start(say)
+        a = launch.start(voice.say)
         sides.append(a)
         outcome.reference_passes.append(a.first)
         require_reference_passes(a.first)
@@ -85,7 +85,7 @@ def measure_interleaved(
                 {"a": dict(a.first.score.values), "b": dict(b.first.score.values)}
             )
         with phase("quads"):
-            failing = sample_pairs(campaign, (a, b), shapes, standard, outcome.evidence, say)
+            failing = sample_pairs(campaign, (a, b), shapes, standard, outcome.evidence, voice.say)
         require_pristine(reference_tree, "reference")
         require_pristine(path, "candidate")
     finally:
@@ -116,9 +116,7 @@ def _start_candidate(
     path: Path,
     shapes: list[dict[str, Any]],
     sides: list[Side],
-    say: Say,
-    *,
-    echo: bool,
+    voice: Voice,
 ) -> Side:
     """The candidate's side, added to SIDES (closed with them whatever follows)."""
     # Both sides' first passes in blocks (a resident harness; a plain one ignores it): the two
@@ -132,8 +130,7 @@ def _start_candidate(
         path,
         shapes,
         frozen,
-        say,
-        echo=echo,
+        voice,
         first_block_ms=campaign.manifest.interleaved.block_ms,
     )
     sides.append(b)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kgit.engine.campaign import Campaign
     from kgit.engine.measuring.policies.target import Calibrated, Outcome, Pick, Target
     from kgit.judge.decision import Judged, Standard
-    from kgit.progress import Say
+    from kgit.progress import Voice
     from kgit.records.evidence import Evidence
     from kgit.records.manifest import Manifest, Thresholds
 
@@ -36,14 +36,13 @@ class Policy(Protocol):
         ...
 
     def measure(
-        self, campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say,
-        *, echo: bool,
-    ) -> Outcome:  # fmt: skip
+        self, campaign: Campaign, target: Target, path: Path, prior: Evidence | None, voice: Voice
+    ) -> Outcome:
         """Measure TARGET's candidate, checked out at PATH, adding to PRIOR when it pools."""
         ...
 
     def calibrate(
-        self, campaign: Campaign, commit: str, path: Path, pick: Pick, say: Say, *, echo: bool
+        self, campaign: Campaign, commit: str, path: Path, pick: Pick, voice: Voice
     ) -> Calibrated:
         """The baseline COMMIT's first pass (checked out at PATH), and whatever the policy
         measures of its noise besides, on the shapes PICK(first pass) returns."""

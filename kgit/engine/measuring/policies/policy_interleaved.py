@@ -17,7 +17,7 @@ from kgit.engine.measuring.policies.interleaved import floors_for, measure_inter
 from kgit.engine.measuring.policies.target import Outcome, Target
 from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.judge.rules import pairs_rule
-from kgit.progress import Say
+from kgit.progress import Voice
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Thresholds
 
@@ -30,13 +30,13 @@ floors = floors_for
 
 
 def measure(
-    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say, *, echo: bool
+    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, voice: Voice
 ) -> Outcome:
     # Both trees are checked out and built first: the device is held for timing only.
-    reference = measuring_tree(campaign, target.reference, "reference", say, echo=echo)
+    reference = measuring_tree(campaign, target.reference, "reference", voice)
     what = f"campaign {campaign.name}: validating {target.candidate[:10]}"
-    with sealed(campaign, (reference, path), what, say):
-        return measure_interleaved(campaign, target, (reference, path), prior, say, echo=echo)
+    with sealed(campaign, (reference, path), what, voice.say):
+        return measure_interleaved(campaign, target, (reference, path), prior, voice)
 
 
 def statistics(evidence: Evidence) -> dict[str, Any]:

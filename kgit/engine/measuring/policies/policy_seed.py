@@ -23,7 +23,7 @@ from kgit.engine.measuring.policies.target import (
 from kgit.engine.measuring.sides.side_trees import require_pristine
 from kgit.judge.decision import decide
 from kgit.judge.rules import seed_rule
-from kgit.progress import Say
+from kgit.progress import Voice
 from kgit.records.evidence import Evidence
 from kgit.records.manifest import Thresholds
 
@@ -35,7 +35,7 @@ rule = seed_rule
 
 
 def measure(
-    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, say: Say, *, echo: bool
+    campaign: Campaign, target: Target, path: Path, prior: Evidence | None, voice: Voice
 ) -> Outcome:
     """Runs of the candidate until the rule is settled (the noise rule asks for more)."""
     manifest = campaign.manifest
@@ -46,7 +46,7 @@ def measure(
     outcome = Outcome(evidence, standard)
     start = time.monotonic()
     while True:
-        run = passes.measure(campaign, shapes, frozen, say, echo=echo, tree=path)
+        run = passes.measure(campaign, shapes, frozen, voice, tree=path)
         require_pristine(path, "candidate")
         check_fingerprint(campaign.state.fingerprint, run.fingerprint)
         outcome.passes.append(run)
@@ -59,16 +59,12 @@ def measure(
         judged = decide(evidence, standard, rule)
         if judged.settled:
             return outcome
-        say(judged.verdict.reasons[-1])
+        voice.say(judged.verdict.reasons[-1])
 
 
-def calibrate(
-    campaign: Campaign, commit: str, path: Path, pick: Pick, say: Say, *, echo: bool
-) -> Calibrated:
+def calibrate(campaign: Campaign, commit: str, path: Path, pick: Pick, voice: Voice) -> Calibrated:
     """The baseline's one plain pass: the seed's rule has no noise floors to calibrate."""
-    first = passes.measure(
-        campaign, campaign.manifest.target_shapes, None, say, echo=echo, tree=path
-    )
+    first = passes.measure(campaign, campaign.manifest.target_shapes, None, voice, tree=path)
     return Calibrated(first, {}, {})
 
 

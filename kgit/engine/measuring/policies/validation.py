@@ -33,7 +33,7 @@ from kgit.engine.measuring.policies.target import (
 )
 from kgit.engine.measuring.sides.side_trees import measuring_tree
 from kgit.judge.judgement import Measured
-from kgit.progress import Say
+from kgit.progress import Voice
 from kgit.records.evidence import Evidence
 
 __all__ = ["Target", "ran_resident", "recorded_measured", "validate"]
@@ -44,9 +44,7 @@ def validate(
     policy: Policy,
     target: Target,
     prior: Evidence | None,
-    say: Say,
-    *,
-    echo: bool,
+    voice: Voice,
 ) -> Outcome:
     """Measure TARGET under the campaign's POLICY, pooled with PRIOR when it is evidence about
     the same tree and reference; the caller judges the outcome (kgit/judge/judgement.py)."""
@@ -56,7 +54,7 @@ def validate(
     ):
         prior = None
     if prior is not None:
-        say(
+        voice.say(
             f"pooling with {prior.validations} earlier validation(s) of this tree "
             f"({len(prior.runs)} run(s), {len(prior.pairs)} pair(s))"
         )
@@ -65,8 +63,8 @@ def validate(
         standard = standard_for(manifest, target.labels, target.reference_values, target.versus)
         outcome = Outcome(prior, standard, failed_where=" (an earlier validation)")
     else:
-        path = measuring_tree(campaign, target.candidate, "candidate", say, echo=echo)
-        outcome = policy.measure(campaign, target, path, prior, say, echo=echo)
+        path = measuring_tree(campaign, target.candidate, "candidate", voice)
+        outcome = policy.measure(campaign, target, path, prior, voice)
     return outcome
 
 

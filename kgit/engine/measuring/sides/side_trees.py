@@ -17,10 +17,10 @@ from kgit.engine.measuring.isolation.watch import changed_under
 from kgit.engine.measuring.sides.trees import mark_held
 from kgit.errors import KgitError
 from kgit.gitdoor import Repo, open_repo
-from kgit.progress import Say, phase
+from kgit.progress import Voice, phase
 
 
-def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo: bool) -> Path:
+def measuring_tree(campaign: Campaign, commit: str, side: str, voice: Voice) -> Path:
     """COMMIT checked out alone in kgit's work tree for SIDE ("reference" or "candidate").
 
     Every time, the tree is made to hold exactly COMMIT's files: every untracked and ignored
@@ -40,7 +40,7 @@ def measuring_tree(campaign: Campaign, commit: str, side: str, say: Say, *, echo
     command = campaign.manifest.rebuild_command
     if command and (not marker.exists() or marker.read_text() != commit):
         with phase("rebuild"):
-            _rebuild(campaign, side, path, say, echo=echo)
+            _rebuild(campaign, side, path, voice)
         marker.write_text(commit)
     return path
 
@@ -73,12 +73,12 @@ def _tree_of(repo: Repo, path: Path) -> bool:
         return False
 
 
-def _rebuild(campaign: Campaign, side: str, path: Path, say: Say, *, echo: bool) -> None:
+def _rebuild(campaign: Campaign, side: str, path: Path, voice: Voice) -> None:
     command = campaign.manifest.rebuild_command or ""
-    say(f"rebuild ({side} work tree): `{command}`")
+    voice.say(f"rebuild ({side} work tree): `{command}`")
     # In the gate's world (kgit/engine/measuring/isolation/world.py): a loader shim in the caller's shell
     # could otherwise build each side's binary differently.
-    result = run_in_gate_world(campaign, command, path, echo=echo)
+    result = run_in_gate_world(campaign, command, path, echo=voice.echo)
     if not result.ok:
         raise KgitError(f"the rebuild failed in the {side} work tree", details=result.tail)
 

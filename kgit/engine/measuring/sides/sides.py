@@ -26,7 +26,7 @@ from kgit.engine.measuring.sides.holding import HELD_CPU_ALLOWANCE_S
 from kgit.engine.measuring.sides.side_process import SideProcess
 from kgit.engine.orphans import tether
 from kgit.engine.user_commands import CommandResult, classify_harness, harness_command
-from kgit.progress import Say, add_phase
+from kgit.progress import Say, Voice, add_phase
 from kgit.records.evidence import RESIDENT_MODE
 from kgit.records.protocol import (
     FIRST_BLOCK_ENV,
@@ -61,8 +61,7 @@ class Side:
             self.campaign,
             shapes,
             self.frozen,
-            say,
-            echo=False,
+            Voice(say, echo=False),
             tree=self.tree,
             role=f" {self.name}",
         )
@@ -195,17 +194,16 @@ def start_side(
     tree: Path,
     shapes: list[dict[str, Any]],
     frozen: tuple[str, ...] | None,
-    say: Say,
+    voice: Voice,
     *,
-    echo: bool,
     first_block_ms: float | None = None,
 ) -> Side:
     """Start the harness in TREE on SHAPES: its first pass, and a resident harness when it speaks the
     protocol. The caller closes the side (`try/finally`). FIRST_BLOCK_MS asks a resident harness for a
     first pass of blocks (the reference side: its plain timings would not be used)."""
     return launch_side(
-        campaign, name, tree, shapes, frozen, echo=echo, first_block_ms=first_block_ms
-    ).start(say)
+        campaign, name, tree, shapes, frozen, echo=voice.echo, first_block_ms=first_block_ms
+    ).start(voice.say)
 
 
 @dataclass
