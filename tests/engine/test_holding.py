@@ -21,7 +21,6 @@ from kgit.engine.measuring.sides.holding import (
     Hold,
     family,
     kill_adopted,
-    process_state,
     reap_adopted,
     subreaper,
 )
@@ -288,6 +287,13 @@ ANSWERS = (
     "print(REPLY + json.dumps({'id': 1, 'exit': 0}), flush=True)\n"
     "sys.stdin.readline()\n"
 )
+
+
+def process_state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 
 def _wait_state(pid: int, states: str) -> None:

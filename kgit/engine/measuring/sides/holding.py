@@ -62,12 +62,6 @@ def _stat(pid: int) -> _Stat | None:
     )
 
 
-def process_state(pid: int) -> str | None:
-    """PID's state letter in /proc (R, S, T stopped, Z...); None when it is gone or unreadable."""
-    found = _stat(pid)
-    return None if found is None else found.state
-
-
 def _table() -> dict[int, _Stat]:
     table: dict[int, _Stat] = {}
     try:
@@ -123,7 +117,17 @@ def reap_adopted(root: int) -> set[int]:
 def family(root: int, mark: str | None = None) -> list[int]:
     """ROOT's process group and every descendant of ROOT, alive now; with MARK, also the orphans
     this process adopted that carry MARK or no mark it can read, and their descendants."""
+    return sorted(_family_in(_table(), root, mark))
+
+
+def stopped_in_family(root: int) -> list[int]:
+    """The processes of ROOT's group and descendants that are stopped now (T, or t: traced),
+    read from one listing of /proc."""
     table = _table()
+    return sorted(pid for pid in _family_in(table, root, None) if table[pid].state in "Tt")
+
+
+def _family_in(table: dict[int, _Stat], root: int, mark: str | None) -> set[int]:
     members = {pid for pid, st in table.items() if st.pgrp == root}
     members.add(root)
     if mark is not None:
@@ -138,7 +142,7 @@ def family(root: int, mark: str | None = None) -> list[int]:
         more = {pid for pid, st in table.items() if st.ppid in members} - members
         members |= more
         grew = bool(more)
-    return sorted(pid for pid in members if pid in table)
+    return {pid for pid in members if pid in table}
 
 
 @dataclass

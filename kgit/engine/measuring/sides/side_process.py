@@ -21,11 +21,10 @@ from kgit import progress
 from kgit.engine.measuring.sides.holding import (
     SIDE_ENV,
     Hold,
-    family,
     kill_adopted,
-    process_state,
     side_ended,
     side_started,
+    stopped_in_family,
     subreaper,
 )
 from kgit.engine.user_commands import TAIL_BYTES
@@ -165,12 +164,8 @@ class SideProcess:
         held, self.held = self.held, None
         if held is not None:
             return held.release()
-        self._go_on()
+        Hold(self.proc.pid).release()  # the group, whoever stopped it
         return 0.0
-
-    def _go_on(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGCONT)
 
     def _go_on_if_stopped(self) -> None:
         """Continue the harness if something stopped it while kgit waits on it. A process of the
@@ -180,13 +175,10 @@ class SideProcess:
         (a stop sent just before the sender was held: the round read ERROR, not its speed)."""
         if self.held is not None:
             return
-        stopped = [pid for pid in family(self.proc.pid) if process_state(pid) in ("T", "t")]
+        stopped = stopped_in_family(self.proc.pid)
         if stopped:
             self.stops_undone += 1
-            self._go_on()
-            for pid in stopped:  # one that left the group
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
+            Hold(self.proc.pid, pids=stopped).release()  # the group, and any that left it
 
     def ask_exit(self) -> bool:
         """Ask the harness to exit (once); False when it is gone or cannot be asked."""
