@@ -19,6 +19,9 @@ appends each block request, with the side's work tree, to `requests.log` beside 
 `exit_sleep: S` takes S seconds to exit when asked, logging `exit-asked` and `exit-done` to
 `events.log`. `block_sleep: S` takes S seconds over each block request.
 
+`recorded_log: PATH` (an absolute path) appends a line per run to PATH: `recorded` when kgit
+asked it to record its launches (KGIT_LAUNCH_LOG set), else `unrecorded`.
+
 `orphan_log: PATH` (an absolute path) appends a line per run to PATH: its pid, its process group
 and the pids of the earlier lines still running (`-` when none): a run beside a process left by a
 killed kgit names it. The first run (PATH missing) then sleeps without a word: a long pass that
@@ -175,6 +178,9 @@ def main() -> int:
         if not line.strip() or json.loads(line).get("cmd") != "start":
             return 0
     next_speed(settings)  # a held process counts as run once released: in kgit's order
+    if "recorded_log" in settings:
+        with open(settings["recorded_log"], "a") as log:
+            log.write("recorded\n" if os.environ.get("KGIT_LAUNCH_LOG") else "unrecorded\n")
     if "hold" in flags:
         log_event("pass-start")
     time.sleep(float(settings.get("pass_sleep", 0)))

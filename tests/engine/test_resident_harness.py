@@ -148,12 +148,20 @@ def test_the_calibration_stops_after_two_pairs_of_processes_that_drew_no_offset(
     policy = POLICY.replace(
         "calibration_quads: 4", "calibration_quads: 6, calibration_processes: 3"
     )
-    kernel = f"speeds: {','.join(['100'] * 6)}\ncounter: {counter}\nnoise: 0.0002\ntorch: 2.11\nworker\nhold\n"
+    recorded = kernel_repo.parent / "recorded.log"
+    kernel = (
+        f"speeds: {','.join(['100'] * 6)}\ncounter: {counter}\nnoise: 0.0002\ntorch: 2.11\n"
+        f"recorded_log: {recorded}\nworker\nhold\n"
+    )
     repo = _campaign(kernel_repo, kernel, policy)
     assert counter.read_text() == "4"
     note = _note(repo, "kgit/c1/best")
     assert "calibration_processes: 2" in note and "calibration_pairs: 6" in note, note
     assert processes_under(repo) == []
+    # Only the first pass records what the target shapes launch (for the gate audit): the
+    # calibration's processes run shapes it logged already, and recording traced each one's
+    # first check, its kernels' compile included.
+    assert recorded.read_text().split() == ["recorded", "unrecorded", "unrecorded", "unrecorded"]
 
 
 def test_each_side_is_placed_anew_once_a_quad(kernel_repo: Path) -> None:

@@ -87,3 +87,12 @@ def harness_records(log: Path, trace: list[str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def stop_recording() -> None:
+    """Harness processes started from here to the end of `harness_records`' block record
+    nothing. The baseline's calibration processes run shapes its first pass ran and logged
+    already; recording, each of them traced its first check of a shape, the kernel's compile
+    included, under settrace."""
+    for name in (LAUNCH_LOG_ENV, TRACE_LINES_ENV):
+        os.environ.pop(name, None)

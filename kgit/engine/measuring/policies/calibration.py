@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kgit.engine.campaign import Campaign
+from kgit.engine.measuring.harness.launches import stop_recording
 from kgit.engine.measuring.harness.passes import HarnessError, Measurement
 from kgit.engine.measuring.isolation.sealed import one_commit_cache, sealed
 from kgit.engine.measuring.policies.interleaved import require_reference_passes, sample_pairs
@@ -66,6 +67,7 @@ def _calibrated(
     try:
         b = start_side(campaign, "B", candidate, manifest.target_shapes, None, voice)
         sides.append(b)
+        stop_recording()  # the first pass logged every shape's launches and lines
         first = b.first
         labels = [label for label in pick(first) if label not in first.score.failing]
         if not labels:
