@@ -65,9 +65,7 @@ def _calibrated(
     upcoming: list[Launch] = []  # the next pair's processes, imported and held (_held_pair)
     groups: list[list[Pair]] = []
     try:
-        b = start_side(campaign, "B", candidate, manifest.target_shapes, None, voice)
-        sides.append(b)
-        stop_recording()  # the first pass logged every shape's launches and lines
+        b = _first_pass(campaign, candidate, sides, voice)
         first = b.first
         labels = [label for label in pick(first) if label not in first.score.failing]
         if not labels:
@@ -116,6 +114,16 @@ def _calibrated(
     floors = calibrate_floors(groups, labels, settings.min_effect_pct)
     statistics = _statistics(manifest.decision_policy, mode, groups, labels, floors, seconds)
     return Calibrated(first, floors, statistics)
+
+
+def _first_pass(campaign: Campaign, candidate: Path, sides: list[Side], voice: Voice) -> Side:
+    """Side B's full pass on every target shape, added to SIDES: the baseline's figures. It
+    alone records what the shapes launch (`harness_records`): the calibration's processes run
+    shapes it logged already."""
+    b = start_side(campaign, "B", candidate, campaign.manifest.target_shapes, None, voice)
+    sides.append(b)
+    stop_recording()
+    return b
 
 
 def _say_plan(say: Say, each: int, processes: int) -> None:
