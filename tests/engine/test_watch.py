@@ -16,6 +16,7 @@ from kgit.engine.measuring.isolation.watch import (
     drain_world_writes,
     refuse_writes,
     require_untainted,
+    unimported,
     watched_folders,
 )
 from kgit.engine.measuring.isolation.world import open_world
@@ -105,6 +106,41 @@ def test_watched_folders_are_walked_once(tmp_path: Path) -> None:
     folders = watched_folders([str(tmp_path / "lib"), str(tmp_path / "lib" / "site"), ""], [])
     assert folders.count((tmp_path / "lib").resolve()) == 1
     assert (tmp_path / "lib" / "site").resolve() not in folders
+
+
+@pytest.mark.parametrize("find", [True, False], ids=["find", "python-walk"])
+def test_a_site_packages_no_process_imports_from_is_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find: bool
+) -> None:
+    # A virtual environment's Python: the standard library's folder holds the interpreter's own
+    # site-packages, which is not on its import path; the environment's own one is.
+    if not find:
+        monkeypatch.setattr(
+            "kgit.engine.measuring.isolation.watch.shutil.which", lambda *_, **__: None
+        )
+    stdlib, venv_site, tree = tmp_path / "lib", tmp_path / "venv" / "site-packages", tmp_path / "t"
+    for folder in (
+        stdlib / "site-packages",
+        stdlib / "dist-packages",
+        venv_site,
+        tree / "site-packages",
+    ):
+        folder.mkdir(parents=True)
+    libraries = [str(stdlib), str(venv_site)]
+    skipped = unimported(libraries, libraries)
+    assert skipped == [(stdlib / "site-packages").resolve(), (stdlib / "dist-packages").resolve()]
+    # On the import path (a system Python's own packages): walked.
+    assert unimported(libraries, [*libraries, str(stdlib / "site-packages")]) == [
+        (stdlib / "dist-packages").resolve()
+    ]
+    watch = Watch(watched_folders(libraries, [tree]), tmp_path / "mark", skipped=skipped)
+    watch.start()
+    for folder in (stdlib / "site-packages", venv_site, stdlib, tree / "site-packages"):
+        (folder / "planted.py").write_text("x = 1\n")
+    found = {p.resolve() for p in watch.written()}
+    assert (stdlib / "site-packages" / "planted.py").resolve() not in found
+    for folder in (venv_site, stdlib, tree / "site-packages"):  # a tree's folder of that name too
+        assert (folder / "planted.py").resolve() in found, (folder, found)
 
 
 def test_bytecode_python_writes_for_a_source_is_no_write_but_a_forgery_is(tmp_path: Path) -> None:

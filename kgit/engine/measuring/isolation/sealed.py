@@ -22,6 +22,7 @@ from kgit.engine.measuring.isolation.watch import (
     no_bytecode_here,
     refuse_writes,
     require_untainted,
+    unimported,
     watched_folders,
 )
 from kgit.engine.measuring.isolation.world import (
@@ -48,14 +49,18 @@ def watched(campaign: Campaign, trees: Sequence[Path], what: str) -> Iterator[No
     """Refuse what the processes started inside the block wrote to kgit's code, the
     interpreter's libraries or TREES (checked once the block is over, whatever ended it)."""
     require_untainted(taint_file(campaign))
-    libraries = command_facts(campaign.manifest.quick_command).get("python_libraries", "")
+    manifest = campaign.manifest
+    facts = [command_facts(command) for command in (manifest.quick_command, manifest.test_command)]
+    libraries = [p for f in facts for p in f.get("python_libraries", "").split(os.pathsep)]
+    imported = [p for f in facts for p in f.get("python_path", "").split(os.pathsep)]
     # The repository's own hooks and configuration too: git runs what they name.
     git_dir = campaign.repo.common_dir
-    folders = watched_folders(
-        [*libraries.split(os.pathsep), str(git_dir / "hooks"), str(git_dir / "info")], trees
-    )
+    folders = watched_folders([*libraries, str(git_dir / "hooks"), str(git_dir / "info")], trees)
     scratch = Path(tempfile.mkdtemp(prefix="kgit-watch-"))
-    watch = Watch(folders, scratch / "mark", [git_dir / "config"])
+    # What neither the harness's Python nor the gate's imports from (nothing, unless both known).
+    known = all("python_path" in f for f in facts)
+    skipped = unimported(libraries, imported) if known else []
+    watch = Watch(folders, scratch / "mark", [git_dir / "config"], skipped)
     reset = tuple(Path(tree).resolve() for tree in trees)
     drain_world_writes()  # what an earlier, unwatched world found is not this block's
     with no_bytecode_here():
