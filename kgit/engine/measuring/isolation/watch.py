@@ -12,8 +12,9 @@ write found fails the measurement (nothing is judged); bytecode it left is remov
 compiles it again from source), and any other file is remembered under `.git/kgit/tainted.json`
 and refused at every measurement until it is reinstalled (changed again) or removed.
 
-The walk costs about 0.2 s for 32,000 files (a CPU torch's site-packages); it runs once per
-validation, baseline or gate, after its processes ended.
+The walk costs about 0.14 s for the 43,000 entries of kgit, a CPU torch's site-packages and the
+standard library (0.32 s before it left out a site-packages that nothing imports, `unimported`);
+it runs once per validation, baseline or gate, after its processes ended.
 """
 
 from __future__ import annotations
