@@ -14,6 +14,7 @@ from kgit.engine.measuring.isolation.watch import (
     Watch,
     WroteOutside,
     drain_world_writes,
+    interpreter_configs,
     refuse_writes,
     require_untainted,
     unimported,
@@ -141,6 +142,28 @@ def test_a_site_packages_no_process_imports_from_is_not_walked(
     assert (stdlib / "site-packages" / "planted.py").resolve() not in found
     for folder in (venv_site, stdlib, tree / "site-packages"):  # a tree's folder of that name too
         assert (folder / "planted.py").resolve() in found, (folder, found)
+
+
+def test_a_pyvenv_cfg_written_or_created_is_found(tmp_path: Path) -> None:
+    # A measured process that turned on include-system-site-packages would put the folder
+    # `unimported` leaves out of the walk on the next processes' import path.
+    base = tmp_path / "base" / "bin"
+    venv = tmp_path / "venv"
+    base.mkdir(parents=True)
+    (venv / "bin").mkdir(parents=True)
+    (base / "python3").write_text("")
+    (venv / "bin" / "python3").symlink_to(base / "python3")
+    (venv / "pyvenv.cfg").write_text("include-system-site-packages = false\n")
+    configs = interpreter_configs([str(venv / "bin" / "python3"), ""])
+    assert venv / "pyvenv.cfg" in configs and tmp_path / "base" / "pyvenv.cfg" in configs
+    watch = Watch([], tmp_path / "mark", files=configs)
+    watch.start()
+    assert watch.written() == []
+    watch = Watch([], tmp_path / "mark", files=configs)
+    watch.start()
+    (venv / "pyvenv.cfg").write_text("include-system-site-packages = true\n")
+    (tmp_path / "base" / "pyvenv.cfg").write_text("home = /elsewhere\n")  # the base made a venv
+    assert set(watch.written()) == {venv / "pyvenv.cfg", tmp_path / "base" / "pyvenv.cfg"}
 
 
 def test_bytecode_python_writes_for_a_source_is_no_write_but_a_forgery_is(tmp_path: Path) -> None:

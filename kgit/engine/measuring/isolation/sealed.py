@@ -19,6 +19,7 @@ from kgit.engine.measuring.device.pyenv import command_facts
 from kgit.engine.measuring.isolation.watch import (
     Watch,
     drain_world_writes,
+    interpreter_configs,
     no_bytecode_here,
     refuse_writes,
     require_untainted,
@@ -60,7 +61,8 @@ def watched(campaign: Campaign, trees: Sequence[Path], what: str) -> Iterator[No
     # What neither the harness's Python nor the gate's imports from (nothing, unless both known).
     known = all("python_path" in f for f in facts)
     skipped = unimported(libraries, imported) if known else []
-    watch = Watch(folders, scratch / "mark", [git_dir / "config"], skipped)
+    configs = interpreter_configs(f.get("python_executable", "") for f in facts)
+    watch = Watch(folders, scratch / "mark", [git_dir / "config", *configs], skipped)
     reset = tuple(Path(tree).resolve() for tree in trees)
     drain_world_writes()  # what an earlier, unwatched world found is not this block's
     with no_bytecode_here():

@@ -146,6 +146,19 @@ def unimported(libraries: Iterable[str], python_path: Iterable[str]) -> list[Pat
     return skipped
 
 
+def interpreter_configs(executables: Iterable[str]) -> list[Path]:
+    """Where each Python of EXECUTABLES reads a `pyvenv.cfg` (the folder of the program as
+    started and as resolved, and the folder above each), whether one is there or not: one
+    written or created there changes that Python's import path (a virtual environment that now
+    includes the interpreter's own site-packages, which `unimported` leaves out of the walk)."""
+    found: dict[Path, None] = {}
+    for executable in filter(None, executables):
+        for program in (Path(executable), Path(executable).resolve()):
+            for folder in (program.parent, program.parent.parent):
+                found[folder / "pyvenv.cfg"] = None
+    return list(found)
+
+
 def changed_under(
     folder: Path, since_ns: int, skipped: frozenset[Path] = frozenset()
 ) -> Iterator[Path]:
