@@ -480,6 +480,15 @@ ATTEMPTS = [
         writes_site_packages=True,
     ),
     Attempt(
+        "venv-config",
+        "the committed kernel rewrites its virtual environment's pyvenv.cfg when the gate "
+        "imports it (what would put the interpreter's own site-packages on the import path)",
+        {"kernel.py": f.TOUCH_VENV_CONFIG},
+        Stop(COMMIT, 1, WROTE),
+        steps=(AGENT, ("clean up", "rm -f .git/kgit/tainted.json")),
+        writes_site_packages=True,
+    ),
+    Attempt(
         "fake-find-on-path",
         "a find(1) that prints nothing, first on the PATH the agent commits with: the walk for "
         "writes would see none, and the kernel writes a module into site-packages when the gate "

@@ -31,7 +31,8 @@ from tests.corpus.redteam import (
 # the full suite runs it, the quick one (`pytest -m "not slow"`) leaves it out.
 pytestmark = pytest.mark.slow
 # `plant-site-packages` and `fake-find-on-path` write a module into the interpreter's
-# site-packages, which every measurement running beside them would find: they are marked
+# site-packages, and `venv-config` its pyvenv.cfg, which every measurement running beside them
+# would find: they are marked
 # `writes_site_packages`, and no other test runs while they do, under `-n` too (tests/conftest.py).
 
 
@@ -48,8 +49,8 @@ def test_the_corpus_tries_every_cheat_the_issue_names() -> None:
 
 
 def test_every_attempt_that_plants_in_site_packages_runs_alone() -> None:
-    planting = {a.id for a in ATTEMPTS if "kgit_corpus_planted" in repr(a)}
-    assert planting >= {"plant-site-packages", "fake-find-on-path"}
+    planting = {a.id for a in ATTEMPTS if "kgit_corpus_planted" in repr(a) or "pyvenv" in repr(a)}
+    assert planting >= {"plant-site-packages", "fake-find-on-path", "venv-config"}
     assert planting == {a.id for a in ATTEMPTS if a.writes_site_packages}
 
 
@@ -103,6 +104,7 @@ UNDER_DEFAULT = {
     "kgit-bytecode", "reference-bytecode", "memo-on-values", "commit-on-best",
     "best-moved-by-hand", "best-onto-rolled-back", "skip-worktree-harness",
     "plant-site-packages", "fake-find-on-path", "replace-best", "stop-the-reference",
+    "venv-config",
 }  # fmt: skip
 
 
