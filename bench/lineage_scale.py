@@ -14,7 +14,12 @@ the CLI), timed in the last one: `--campaigns 100 --rounds 100` is the read path
 campaigns, `--rounds 10000` the read path of one long campaign. The rounds are recorded in
 batches (one record commit per 1,000 rounds), so the build grows linearly with the rounds.
 
+With --keep DIR the repository is built under DIR and left there, and a later run given the same
+DIR times it again without building (the build of 100 x 100 takes minutes; an A/B of two trees
+wants one repository timed by both).
+
 Usage: python bench/lineage_scale.py [--rounds 1000] [--campaigns 1] [--repeats 7] [--no-report]
+                                     [--keep DIR]
 """
 
 from __future__ import annotations
@@ -171,22 +176,34 @@ def hook_overhead(root: Path, repeats: int) -> tuple[float, float]:
     return results[0], results[1]
 
 
+def kept_or_built(keep: Path | None, tmp: Path, rounds: int, campaigns: int) -> Path:
+    """The repository under KEEP when an earlier run left one there, else one built (under KEEP
+    to stay, or under TMP). The hook repositories are built under TMP either way."""
+    if keep is not None and (keep / "repo" / ".git").is_dir():
+        print(f"reusing {keep / 'repo'} (its size is the one it was built with)", file=sys.stderr)
+        return keep / "repo"
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    repo = build(keep or tmp, rounds, campaigns)
+    print(
+        f"built {campaigns} campaign(s) x {rounds} rounds in {time.perf_counter() - start:.1f} s",
+        file=sys.stderr,
+    )
+    return repo
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1000, help="rounds per campaign")
     parser.add_argument("--campaigns", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-report", action="store_true", help="skip timing kgit report")
+    parser.add_argument("--keep", type=Path, help="build the repository here, or reuse it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgit-scale-") as tmp:
         root = Path(tmp)
-        start = time.perf_counter()
-        repo = build(root, args.rounds, args.campaigns)
-        print(
-            f"built {args.campaigns} campaign(s) x {args.rounds} rounds in "
-            f"{time.perf_counter() - start:.1f} s",
-            file=sys.stderr,
-        )
+        repo = kept_or_built(args.keep, root, args.rounds, args.campaigns)
         kgit = [sys.executable, "-m", "kgit"]
         # status and log: <= 100 ms at 100 campaigns x 100 rounds (issue 36, item 6)
         commands = [(["status"], 100), (["log"], 100), (["log", "--json"], 300)]
