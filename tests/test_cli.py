@@ -72,6 +72,38 @@ def test_the_read_path_imports_no_gate_audit_machinery(campaign: Path, args: lis
     assert "AUDIT []" in result.stderr, result.stderr[-2000:]
 
 
+# What `kgit status` and `kgit log` do not run, and once cost them time to load: click and the
+# command modules (~20 ms at 100 campaigns x 100 rounds; kgit/cli/quick.py runs these two without
+# them). A module that turns up here was imported by something status or log never calls: import
+# it where it is used (docs/measured.md, the read path).
+NOT_ON_THE_READ_PATH = (
+    "click",
+    "kgit.cli.app",
+    "kgit.cli.cmd_guards",
+    "kgit.cli.cmd_lifecycle",
+    "kgit.cli.cmd_review",
+    "kgit.cli.cmd_rounds",
+    "kgit.cli.cmd_sharing",
+)
+
+
+@pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["log"], ["log", "--json"]])
+def test_the_read_path_loads_only_what_it_runs(campaign: Path, args: list[str]) -> None:
+    probe = (
+        "import sys, runpy; sys.argv = ['kgit', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('kgit', run_name='__main__')\n"
+        "except SystemExit as done:\n    assert not done.code, done.code\n"
+        f"unused = {NOT_ON_THE_READ_PATH!r}\n"
+        "print('UNUSED', sorted(m for m in sys.modules if m.split('.')[0] in unused or m in unused), "
+        "file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *args], cwd=campaign, capture_output=True, text=True
+    )
+    assert "UNUSED []" in result.stderr, result.stderr[-2000:]
+    assert "c1" in result.stdout or "BASELINE" in result.stdout  # it ran, and said so
+
+
 def test_help_teaches_the_loop() -> None:
     text = run_kgit("--help").out
     for step in (
