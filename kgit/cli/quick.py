@@ -76,7 +76,7 @@ def log(obj: Ctx, as_json: bool, verbose: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
     from kgit.engine.lineage import lineage
     from kgit.engine.read_only import CampaignReader
-    from kgit.records.status_results import Lineage
+    from kgit.records.lineage_results import Lineage
     from kgit.views.status_log import quick_is_subset, render_log
 
     campaign = obj.campaign()

@@ -15,7 +15,7 @@ from kgit.engine.guards.trust import trust_of
 from kgit.engine.lineage import lineage
 from kgit.engine.recovery import closed_round_checked_out, interrupted_close, stray_round_branches
 from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
-from kgit.records.gate_audit import GateAudit
+from kgit.records.lineage_results import LineageRow
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import ACCEPT, ACCEPTING, KEPT, ROLLBACK, ROLLED_BACK, OpenRound
 from kgit.records.status_results import (
@@ -23,7 +23,6 @@ from kgit.records.status_results import (
     BestMoved,
     CampaignStatus,
     CampaignTarget,
-    LineageRow,
     OpenRoundState,
 )
 
@@ -204,7 +203,11 @@ def _round_step(data: CampaignStatus, current: OpenRoundState) -> str:
 
 def _gate_audit(campaign: Campaign) -> dict[str, Any] | None:
     stored = campaign.state.gate_audit
-    return GateAudit.from_dict(stored).summary() if stored else None
+    if not stored:
+        return None
+    from kgit.records.gate_audit import GateAudit  # its three classes, only for a summary
+
+    return GateAudit.from_dict(stored).summary()
 
 
 def saved_patches(campaign: Campaign) -> list[str]:

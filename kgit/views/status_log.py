@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kgit.judge.figures import PAIRED
 from kgit.judge.scoring import pct
+from kgit.records.lineage_results import PAIRED, Lineage, LineageRow
 from kgit.records.notes import ACCEPT, BASELINE, CHANGED, ROLLBACK
 from kgit.records.reader import RecordReader
-from kgit.records.status_results import CampaignStatus, Lineage, LineageRow
 from kgit.views.numbers import change, num
+
+if TYPE_CHECKING:  # what status renders: not loaded by `kgit log`
+    from kgit.records.status_results import CampaignStatus
 
 
 def render_status(data: CampaignStatus) -> str:
