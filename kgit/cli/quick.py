@@ -67,7 +67,7 @@ def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
         names = CampaignNames(tuple(list_campaigns(repo)))
         emit(names, as_json, lambda n: "\n".join(n.names) or "no campaign")
         return
-    branch = repo.current_branch()
+    branch = repo.branch_at_open()
     data = status_data(obj.campaign(branch=branch), branch)
     emit(data, as_json, render_status)
 
