@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kgit.judge.scoring import pct
 from kgit.records.lineage_results import PAIRED, Lineage, LineageRow
 from kgit.records.notes import ACCEPT, BASELINE, CHANGED, ROLLBACK
 from kgit.records.reader import RecordReader
@@ -220,6 +219,8 @@ def _baseline_figures(rows: Sequence[LineageRow]) -> str:
     aggregate does not give it: a round measured on fewer shapes, or by resident harnesses (its
     first pass in blocks, against the calibration's blocks). In a CPU session round-2 read
     0.0005718 at +416% beside a baseline row of 0.0001349, which gives +324%."""
+    from kgit.judge.scoring import pct  # the log's alone: `kgit status` does not load scoring
+
     base = next((r for r in rows if r.status == BASELINE and r.aggregate), None)
     groups: dict[str, list[int]] = {}
     for row in rows:
