@@ -3,7 +3,9 @@ command line as click would, leaves click every other one, and the command modul
 
 from __future__ import annotations
 
+import errno
 import importlib
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +119,48 @@ def test_a_command_line_loads_only_its_own_command_module(campaign: Path) -> Non
     assert "BASELINE" in shown.stdout
     listed = run_kgit("--help").out
     assert all(f"  {name} " in listed for name in app.COMMANDS if not name.startswith("_"))
+
+
+class ClosedPipe(io.StringIO):
+    """Standard output whose reader went away (`kgit log | head -1`)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+def closed_pipe_run(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
+    err = io.StringIO()
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stdout", ClosedPipe())
+        patch.setattr(sys, "stderr", err)
+        code = entry.main(list(args))
+        sys.stdout.flush()  # the interpreter's own flush at exit: quiet now
+    return code, err.getvalue()
+
+
+def test_a_reader_gone_away_ends_the_quick_path_as_it_ends_click(
+    campaign: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kgit log | head -1` on a long log: click quiets both streams and exits 1; the quick
+    path crashed (exit 3, a crash log) before it did the same."""
+    quick = closed_pipe_run(monkeypatch, "log")
+    with monkeypatch.context() as patch:
+        patch.setattr(entry, "quick_command", lambda _args: None)
+        clicked = closed_pipe_run(monkeypatch, "log")
+    assert quick == clicked == (1, "")
+    assert not (campaign / ".git" / "kgit" / "crashes").exists()
+
+
+def test_ctrl_c_ends_the_quick_path_as_it_ends_click(
+    campaign: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("kgit.engine.status.status_data", interrupted)
+    quick, clicked = run_kgit("status"), through_click(monkeypatch, "status")
+    assert (quick.code, quick.err) == (clicked.code, clicked.err) == (130, clicked.err)
+    assert clicked.err.startswith("\nkgit: interrupted by SIGINT")

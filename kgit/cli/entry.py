@@ -9,10 +9,11 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from kgit import __version__, progress
-from kgit.cli.output import echo, report
+from kgit.cli.output import echo, reader_gone, report
 from kgit.cli.quick import quick_command
 from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError
 
@@ -36,7 +37,7 @@ def _run(args: list[str], as_json: bool) -> int:
             from kgit.cli.app import run_click
 
             return run_click(args)
-        command()
+        return _run_quick(command)
     except KgitError as error:
         return report(error, as_json)
     except KeyboardInterrupt as stop:
@@ -53,6 +54,20 @@ def _run(args: list[str], as_json: bool) -> int:
         )
         crash.exit_code = EXIT_CRASH
         return report(crash, as_json)
+
+
+def _run_quick(command: Callable[[], None]) -> int:
+    """COMMAND, a light command, with click's ends where click is not: standard output closed
+    by its reader exits 1 quietly, Ctrl-C first ends the terminal's ^C line."""
+    try:
+        command()
+    except OSError as error:
+        if not reader_gone(error):
+            raise
+        return 1
+    except KeyboardInterrupt:
+        echo("", err=True)
+        raise
     return 0
 
 

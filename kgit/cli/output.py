@@ -4,11 +4,12 @@ module without loading click (kgit/cli/quick.py)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kgit import progress
 from kgit.errors import KgitError
@@ -33,6 +34,33 @@ def echo(text: str, *, err: bool = False) -> None:
         encoding = stream.encoding or "utf-8"
         stream.write(line.encode(encoding, "replace").decode(encoding))
     stream.flush()
+
+
+class _Pacified:
+    """A stream whose flush ignores a reader gone away, as click's own wrapper does: the
+    interpreter's last flush at exit says nothing of it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            if error.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def reader_gone(error: OSError) -> bool:
+    """Whether ERROR is the reader of standard output going away (`kgit log | head`): then
+    click quiets both streams and exits 1, and so does the quick path (kgit/cli/entry.py)."""
+    if error.errno != errno.EPIPE:
+        return False
+    sys.stdout, sys.stderr = _Pacified(sys.stdout), _Pacified(sys.stderr)
+    return True
 
 
 def emit(result: R, as_json: bool, render: Callable[[R], str]) -> None:
