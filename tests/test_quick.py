@@ -66,6 +66,11 @@ def test_the_quick_parser_reads_a_plain_command_line(args: list[str]) -> None:
     assert quick_command(args) is not None
 
 
+def test_shell_completion_is_left_to_click(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_KGIT_COMPLETE", "bash_complete")
+    assert quick_command(["status"]) is None
+
+
 def through_click(monkeypatch: pytest.MonkeyPatch, *args: str) -> KgitResult:
     with monkeypatch.context() as patch:
         patch.setattr(entry, "quick_command", lambda _args: None)

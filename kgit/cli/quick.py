@@ -17,6 +17,7 @@ from kgit.cli.output import emit
 # The group's options (kgit/cli/app.py's `cli`) and each light command's flags, as click
 # declares them.
 _QUIET = ("-q", "--quiet")
+_COMPLETION = "_KGIT_COMPLETE"  # click's shell completion, by the program's name
 _CAMPAIGN = ("-c", "--campaign")
 _FLAGS = {
     "status": {"--all": "all_campaigns", "--json": "as_json"},
@@ -26,6 +27,8 @@ _FLAGS = {
 
 def quick_command(args: Sequence[str]) -> Callable[[], None] | None:
     """The light command ARGS name, ready to run, or None when click should read ARGS."""
+    if _COMPLETION in os.environ:  # a shell asking click to complete a word
+        return None
     campaign, quiet, rest = None, False, list(args)
     while rest and rest[0] not in _FLAGS:
         option = rest.pop(0)
