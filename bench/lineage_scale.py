@@ -18,8 +18,12 @@ With --keep DIR the repository is built under DIR and left there, and a later ru
 DIR times it again without building (the build of 100 x 100 takes minutes; an A/B of two trees
 wants one repository timed by both).
 
+With --against TREE (another checkout of kgit, e.g. `git worktree add /tmp/base main`), status,
+log and log --json are timed with kgit from TREE and from this tree in turns, call for call, and
+only those: this host's speed moves up to 2x within an hour, and in turns both sides see the same.
+
 Usage: python bench/lineage_scale.py [--rounds 1000] [--campaigns 1] [--repeats 7] [--no-report]
-                                     [--keep DIR]
+                                     [--keep DIR] [--against TREE]
 """
 
 from __future__ import annotations
@@ -154,6 +158,33 @@ def timed(cwd: Path, args: list[str], repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def in_turns(cwd: Path, args: list[str], repeats: int, other: Path) -> tuple[float, float]:
+    """Median wall time of ARGS with kgit imported from OTHER and from this tree (PYTHONPATH),
+    run in turns after one warming call of each."""
+    sides = [{**ENV, "PYTHONPATH": str(other)}, {**ENV, "PYTHONPATH": str(HERE.parent)}]
+    walls: list[list[float]] = [[], []]
+    for env in sides:
+        subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True)
+    for _ in range(repeats):
+        for side, env in enumerate(sides):
+            start = time.perf_counter()
+            subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True)
+            walls[side].append(time.perf_counter() - start)
+    return statistics.median(walls[0]), statistics.median(walls[1])
+
+
+def compare(repo: Path, other: Path, repeats: int) -> None:
+    print(f"\n{'what':<24} {str(other)[-24:]:>24} {'this tree':>12}  change")
+    for command in (["status"], ["log"], ["log", "--json"]):
+        against, ours = in_turns(repo, [sys.executable, "-m", "kgit", *command], repeats, other)
+        print(
+            f"{'kgit ' + ' '.join(command):<24} {against * 1000:>21.1f} ms {ours * 1000:>9.1f} ms"
+            f"  {(ours / against - 1) * 100:+.0f}%"
+        )
+    print(f"medians of {repeats} runs each, in turns")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cpus")
+
+
 def hook_overhead(root: Path, repeats: int) -> tuple[float, float]:
     """Median `git commit` time on a plain branch with kgit's hooks installed and without."""
     results = []
@@ -200,10 +231,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-report", action="store_true", help="skip timing kgit report")
     parser.add_argument("--keep", type=Path, help="build the repository here, or reuse it")
+    parser.add_argument("--against", type=Path, help="time against kgit from this checkout")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgit-scale-") as tmp:
         root = Path(tmp)
         repo = kept_or_built(args.keep, root, args.rounds, args.campaigns)
+        if args.against is not None:
+            compare(repo, args.against.resolve(), args.repeats)
+            return
         kgit = [sys.executable, "-m", "kgit"]
         # status and log: <= 100 ms at 100 campaigns x 100 rounds (issue 36, item 6)
         commands = [(["status"], 100), (["log"], 100), (["log", "--json"], 300)]
