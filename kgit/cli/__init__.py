@@ -8,9 +8,9 @@ without click at all (quick). torch and triton are never imported on this path.
 
 from __future__ import annotations
 
-from kgit.cli.entry import main
+from kgit.cli.entry import main, run
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "main", "run"]
 
 
 def __getattr__(name: str) -> object:
