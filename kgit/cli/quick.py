@@ -1,7 +1,7 @@
 """`kgit status` and `kgit log` without click: the commands a user and an agent run most, read
 from a plain command line by a small parser, so that they load neither click (~15 ms) nor the
 other commands' modules. Whatever this parser does not read as plainly as click would (help,
---version, `--`, an unknown or repeated option, a value that looks like an option) goes to click
+--version, `--`, an unknown or combined option, a value that looks like an option) goes to click
 (kgit/cli/app.py), which reads the same command line the same way (tests/test_quick.py holds
 both to it) and owns the help.
 """
