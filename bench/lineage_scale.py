@@ -14,7 +14,16 @@ the CLI), timed in the last one: `--campaigns 100 --rounds 100` is the read path
 campaigns, `--rounds 10000` the read path of one long campaign. The rounds are recorded in
 batches (one record commit per 1,000 rounds), so the build grows linearly with the rounds.
 
+With --keep DIR the repository is built under DIR and left there, and a later run given the same
+DIR times it again without building (the build of 100 x 100 takes minutes; an A/B of two trees
+wants one repository timed by both).
+
+With --against TREE (another checkout of kgit, e.g. `git worktree add /tmp/base main`), status,
+log and log --json are timed with kgit from TREE and from this tree in turns, call for call, and
+only those: this host's speed moves up to 2x within an hour, and in turns both sides see the same.
+
 Usage: python bench/lineage_scale.py [--rounds 1000] [--campaigns 1] [--repeats 7] [--no-report]
+                                     [--keep DIR] [--against TREE]
 """
 
 from __future__ import annotations
@@ -149,6 +158,33 @@ def timed(cwd: Path, args: list[str], repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def in_turns(cwd: Path, args: list[str], repeats: int, other: Path) -> tuple[float, float]:
+    """Median wall time of ARGS with kgit imported from OTHER and from this tree (PYTHONPATH),
+    run in turns after one warming call of each."""
+    sides = [{**ENV, "PYTHONPATH": str(other)}, {**ENV, "PYTHONPATH": str(HERE.parent)}]
+    walls: list[list[float]] = [[], []]
+    for env in sides:
+        subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True)
+    for _ in range(repeats):
+        for side, env in enumerate(sides):
+            start = time.perf_counter()
+            subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True)
+            walls[side].append(time.perf_counter() - start)
+    return statistics.median(walls[0]), statistics.median(walls[1])
+
+
+def compare(repo: Path, other: Path, repeats: int) -> None:
+    print(f"\n{'what':<24} {str(other)[-24:]:>24} {'this tree':>12}  change")
+    for command in (["status"], ["log"], ["log", "--json"]):
+        against, ours = in_turns(repo, [sys.executable, "-m", "kgit", *command], repeats, other)
+        print(
+            f"{'kgit ' + ' '.join(command):<24} {against * 1000:>21.1f} ms {ours * 1000:>9.1f} ms"
+            f"  {(ours / against - 1) * 100:+.0f}%"
+        )
+    print(f"medians of {repeats} runs each, in turns")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cpus")
+
+
 def hook_overhead(root: Path, repeats: int) -> tuple[float, float]:
     """Median `git commit` time on a plain branch with kgit's hooks installed and without."""
     results = []
@@ -171,22 +207,38 @@ def hook_overhead(root: Path, repeats: int) -> tuple[float, float]:
     return results[0], results[1]
 
 
+def kept_or_built(keep: Path | None, tmp: Path, rounds: int, campaigns: int) -> Path:
+    """The repository under KEEP when an earlier run left one there, else one built (under KEEP
+    to stay, or under TMP). The hook repositories are built under TMP either way."""
+    if keep is not None and (keep / "repo" / ".git").is_dir():
+        print(f"reusing {keep / 'repo'} (its size is the one it was built with)", file=sys.stderr)
+        return keep / "repo"
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    repo = build(keep or tmp, rounds, campaigns)
+    print(
+        f"built {campaigns} campaign(s) x {rounds} rounds in {time.perf_counter() - start:.1f} s",
+        file=sys.stderr,
+    )
+    return repo
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1000, help="rounds per campaign")
     parser.add_argument("--campaigns", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-report", action="store_true", help="skip timing kgit report")
+    parser.add_argument("--keep", type=Path, help="build the repository here, or reuse it")
+    parser.add_argument("--against", type=Path, help="time against kgit from this checkout")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgit-scale-") as tmp:
         root = Path(tmp)
-        start = time.perf_counter()
-        repo = build(root, args.rounds, args.campaigns)
-        print(
-            f"built {args.campaigns} campaign(s) x {args.rounds} rounds in "
-            f"{time.perf_counter() - start:.1f} s",
-            file=sys.stderr,
-        )
+        repo = kept_or_built(args.keep, root, args.rounds, args.campaigns)
+        if args.against is not None:
+            compare(repo, args.against.resolve(), args.repeats)
+            return
         kgit = [sys.executable, "-m", "kgit"]
         # status and log: <= 100 ms at 100 campaigns x 100 rounds (issue 36, item 6)
         commands = [(["status"], 100), (["log"], 100), (["log", "--json"], 300)]

@@ -1,3 +1,3 @@
-from kgit.cli import main
+from kgit.cli import run
 
-raise SystemExit(main())
+run()

@@ -10,7 +10,6 @@ text lands and redrawn after it. Not a terminal (CI, agents, a pipe): plain line
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import threading
 import time
@@ -90,6 +89,8 @@ class Live:
     def _draw(self) -> None:
         if not self.step or self.closed.is_set():
             return
+        import shutil  # only a terminal draws the live line: not loaded by a command's start
+
         width = shutil.get_terminal_size((100, 24)).columns
         elapsed = f" ({time.monotonic() - self.since:.0f} s)"
         text = "… " + self.step

@@ -72,6 +72,58 @@ def test_the_read_path_imports_no_gate_audit_machinery(campaign: Path, args: lis
     assert "AUDIT []" in result.stderr, result.stderr[-2000:]
 
 
+# What `kgit status` and `kgit log` do not run, once their rows are cached, and once cost them time
+# to load (~40 ms of ~125 at 100 campaigns x 100 rounds, docs/measured.md): click and the command
+# modules (kgit/cli/quick.py runs these two without them), the figures' arithmetic and the notes
+# refs' comparison (only a listing computed anew needs them), the gate audit's records, the
+# policies, a push's classes, and what only writers, a commit's gate or a manifest with a mistake
+# use. A module that turns up here was imported by something status or log never calls: import
+# it where it is used.
+NOT_ON_THE_READ_PATH = (
+    "click",
+    "kgit.cli.app",
+    "kgit.cli.cmd_guards",
+    "kgit.cli.cmd_lifecycle",
+    "kgit.cli.cmd_review",
+    "kgit.cli.cmd_rounds",
+    "kgit.cli.cmd_sharing",
+    "kgit.engine.guards.seal",
+    "kgit.engine.measuring",
+    "kgit.gitdoor.pushes",
+    "kgit.judge.figures",
+    "kgit.records.gate_audit",
+    "datetime",
+    "difflib",
+    "shutil",
+    "tempfile",
+    "yaml",
+)
+
+
+# ... and what status alone does not run (the log's reading of its baseline figures).
+NOT_IN_STATUS = ("kgit.judge.scoring",)
+
+
+@pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["log"], ["log", "--json"]])
+def test_the_read_path_loads_only_what_it_runs(campaign: Path, args: list[str]) -> None:
+    # the rows cached first, as a user finds them
+    assert kgit_process(*args, cwd=campaign).returncode == 0
+    unused = NOT_ON_THE_READ_PATH + (NOT_IN_STATUS if args[0] == "status" else ())
+    probe = (
+        "import sys, runpy; sys.argv = ['kgit', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('kgit', run_name='__main__')\n"
+        "except SystemExit as done:\n    assert not done.code, done.code\n"
+        f"unused = {unused!r}\n"
+        "print('UNUSED', sorted(m for m in sys.modules "
+        "if any(m == u or m.startswith(u + '.') for u in unused)), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *args], cwd=campaign, capture_output=True, text=True
+    )
+    assert "UNUSED []" in result.stderr, result.stderr[-2000:]
+    assert "c1" in result.stdout or "BASELINE" in result.stdout  # it ran, and said so
+
+
 def test_help_teaches_the_loop() -> None:
     text = run_kgit("--help").out
     for step in (

@@ -30,6 +30,28 @@ def test_a_repository_is_a_value(repo: Repo) -> None:
     assert again == repo and {again, repo} == {repo}
 
 
+def test_the_branch_read_at_open_is_the_one_checked_out(tmp_path: Path) -> None:
+    """open_repo reads the branch in its one git process; what it cannot read there (an unborn
+    branch) is asked for, and a file named HEAD is not taken for it."""
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "trunk")
+    (root / "HEAD").write_text("a file, not the ref\n")
+    unborn = open_repo(root)
+    assert unborn.head_at_open is None and unborn.branch_at_open() == "refs/heads/trunk"
+    git(root, "add", "HEAD")
+    git(root, "commit", "-q", "-m", "first")
+    assert open_repo(root).head_at_open == "refs/heads/trunk"
+    git(root, "checkout", "-q", "-b", "kgit/c1/round-2")
+    on_round = open_repo(root / ".")
+    assert on_round.branch_at_open() == on_round.current_branch() == "refs/heads/kgit/c1/round-2"
+    assert on_round == unborn  # the same repository, whatever is checked out
+    git(root, "checkout", "-q", "--detach")
+    detached = open_repo(root)
+    assert detached.branch_at_open() is None and detached.current_branch() is None
+    assert detached.head_at_open == "HEAD"
+
+
 def test_subjects_newest_first_and_first_parent_skips_a_merged_side(repo: Repo) -> None:
     first = repo.rev_list("HEAD")[-1]
     assert repo.subjects(first, "HEAD") == ["commit three", "commit two"]

@@ -125,4 +125,4 @@ def test_only_emit_writes_json_in_the_commands() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr in ("dumps", "dump"):
                 calls.append(f"{path.name}:{node.lineno}")
-    assert [call for call in calls if not call.startswith("app.py:")] == []
+    assert [call for call in calls if not call.startswith("output.py:")] == []

@@ -1,11 +1,22 @@
 """The command line: thin click commands over the engine and the views.
 
-`app` holds the context, the output and the one mapping from errors to exit codes (1 refused,
-2 usage, 3 crash with a log); each `cmd_*` module registers one family of commands on `cli`.
-torch and triton are never imported on this path.
+`main` (entry) holds the one mapping from errors to exit codes (1 refused, 2 usage, 3 crash with
+a log); `app` holds click's group and context; each `cmd_*` module registers one family of
+commands on `cli`, loaded when one of its commands runs. `kgit status` and `kgit log` run
+without click at all (quick). torch and triton are never imported on this path.
 """
 
-from kgit.cli import cmd_guards, cmd_lifecycle, cmd_review, cmd_rounds, cmd_sharing
-from kgit.cli.app import cli, main
+from __future__ import annotations
 
-__all__ = ["cli", "cmd_guards", "cmd_lifecycle", "cmd_review", "cmd_rounds", "cmd_sharing", "main"]
+from kgit.cli.entry import main, run
+
+__all__ = ["cli", "main", "run"]
+
+
+def __getattr__(name: str) -> object:
+    """`cli`, the click group, loaded with click only when asked for (click's test runner)."""
+    if name == "cli":
+        from kgit.cli.app import cli
+
+        return cli
+    raise AttributeError(f"module 'kgit.cli' has no attribute {name!r}")

@@ -1,102 +1,68 @@
-"""The command line's frame: the `cli` group, its context (the campaign, quiet, progress), the
-output (`emit`: a view's text, or JSON for agents), the hidden `hook` entry of the commit gate,
-and `main`, where errors become exit codes and nowhere else: 1 refused, 2 usage, 3 crash (with
-a log). The commands live in the `cmd_*` modules beside it.
+"""The command line's click frame: the `cli` group, its options, the hidden `hook` entry of the
+commit gate, and `run_click`, which maps click's own refusals onto kgit's errors. The commands
+live in the `cmd_*` modules beside it, each loaded when its command runs (or when the help lists
+them all); `main` (kgit/cli/entry.py) turns errors into exit codes.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
+import importlib
 import sys
-import threading
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from kgit import __version__, progress
-from kgit.errors import EXIT_CRASH, EXIT_INTERRUPTED, KgitError, UsageError
-from kgit.records.results import Result, is_result, to_json
+from kgit import __version__
+from kgit.cli.context import Ctx
+from kgit.cli.output import echo, emit, emit_line
+from kgit.errors import UsageError
 
-if TYPE_CHECKING:
-    from kgit.engine.campaign import Campaign
-    from kgit.engine.read_only import CampaignReader
-    from kgit.gitdoor import Repo
-
-R = TypeVar("R", bound=Result)
+__all__ = ["CONTEXT", "Ctx", "cli", "emit", "emit_line", "json_option", "run_click"]
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-
-class Ctx:
-    def __init__(self, campaign: str | None, quiet: bool) -> None:
-        self.campaign_name = campaign
-        self.quiet = quiet
-        self._repo: Repo | None = None
-
-    def repo(self) -> Repo:
-        from kgit.gitdoor import open_repo
-
-        if self._repo is None:
-            self._repo = open_repo()
-        return self._repo
-
-    def campaign(self, *, branch: str | None = None) -> Campaign:
-        """The campaign the command is for (BRANCH: the checked-out branch, where the caller
-        read it already)."""
-        from kgit.engine.campaign import Campaign, resolve_campaign
-
-        repo = self.repo()
-        return Campaign.load(repo, resolve_campaign(repo, self.campaign_name, branch=branch))
-
-    def reader(self) -> CampaignReader:
-        """The campaign, read-only: what a view gets (kgit/records/reader.py)."""
-        from kgit.engine.read_only import CampaignReader
-
-        return CampaignReader(self.campaign())
-
-    def say(self, message: str) -> None:
-        if not self.quiet:
-            progress.say(message)
-
-    @property
-    def voice(self) -> progress.Voice:
-        """What the command says, and whether its harnesses' and tests' output is shown: both
-        silenced by -q."""
-        return progress.Voice(self.say, echo=not self.quiet)
-
-    def long_step(self) -> None:
-        """This command runs harnesses or tests for a while: on a terminal, a live line shows
-        the step in progress and its elapsed time (kgit/progress.py)."""
-        progress.start(self.quiet)
+# Each top-level command and the module under kgit/cli/ that defines it. Named, not imported:
+# the modules import this one to register on `cli`, and a command line loads only its own
+# (tests/test_quick.py checks this table against what the modules register).
+COMMANDS = {
+    "hooks": "cmd_guards",
+    "trust": "cmd_guards",
+    "gate": "cmd_guards",
+    "init": "cmd_lifecycle",
+    "baseline": "cmd_lifecycle",
+    "demo": "cmd_lifecycle",
+    "finish": "cmd_lifecycle",
+    "manifest": "cmd_lifecycle",
+    "campaign": "cmd_lifecycle",
+    "gc": "cmd_lifecycle",
+    "_baseline-audit": "cmd_lifecycle",
+    "status": "cmd_review",
+    "doctor": "cmd_review",
+    "log": "cmd_review",
+    "show": "cmd_review",
+    "tips": "cmd_review",
+    "report": "cmd_review",
+    "export": "cmd_review",
+    "import": "cmd_review",
+    "csv": "cmd_review",
+    "round": "cmd_rounds",
+    "worker": "cmd_rounds",
+    "push": "cmd_sharing",
+    "pull": "cmd_sharing",
+}
 
 
-def emit(result: R, as_json: bool, render: Callable[[R], str]) -> None:
-    """A command's RESULT, a typed result (kgit/records/results.py): RENDER's text, or under
-    --json the document `to_json` makes of it. Anything else, a plain dict included, is a
-    programming error: the JSON documents follow from the result types (docs/json.md)."""
-    if not is_result(result):
-        raise TypeError(
-            f"emit takes a typed result (a Result dataclass, kgit/records/results.py), not "
-            f"{type(result).__name__}"
-        )
-    progress.stop()  # the result, not a live line, ends the command's output
-    if as_json:
-        click.echo(json.dumps(to_json(result), indent=2))
-    else:
-        click.echo(render(result))
+class LazyGroup(click.Group):
+    """A group whose commands are registered by their modules, loaded on first use."""
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        for module in dict.fromkeys(COMMANDS.values()):
+            importlib.import_module(f"kgit.cli.{module}")
+        return super().list_commands(ctx)
 
-def emit_line(result: R, as_json: bool, render: Callable[[R], str]) -> None:
-    """RESULT as `emit` says it, its JSON on one line: a command that reports as it goes
-    (`kgit worker --json`: one line per round, then the summary)."""
-    if not is_result(result):
-        raise TypeError(f"emit_line takes a typed result, not {type(result).__name__}")
-    progress.stop()
-    click.echo(json.dumps(to_json(result)) if as_json else render(result))
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(f"kgit.cli.{COMMANDS[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
 
 
 json_option = click.option(
@@ -104,7 +70,7 @@ json_option = click.option(
 )
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="kgit")
 @click.option(
     "-c",
@@ -166,45 +132,6 @@ def hook(name: str, args: tuple[str, ...]) -> None:
     sys.exit(code)
 
 
-def _crash_log(exc: BaseException) -> str | None:
-    import traceback
-    from datetime import datetime
-
-    try:
-        from kgit.gitdoor import open_repo
-
-        folder = open_repo().kgit_dir() / "crashes"
-    except Exception:
-        folder = Path(os.environ.get("TMPDIR", "/tmp")) / "kgit-crashes"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"crash-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
-        path.write_text(
-            f"kgit {__version__}\nargv: {sys.argv}\n\n"
-            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        )
-        return str(path)
-    except OSError:
-        return None
-
-
-def _report(error: KgitError, as_json: bool) -> int:
-    if as_json:
-        click.echo(json.dumps(error.to_dict(), indent=2))
-    if error.details:
-        click.echo(error.details.rstrip(), err=True)
-    click.echo(f"error: {error.message}", err=True)
-    if error.hint:
-        click.echo(f"hint: {error.hint}", err=True)
-    return error.exit_code
-
-
-def _interrupt(signum: int, _frame: object) -> None:
-    """SIGTERM and SIGHUP unwind like Ctrl-C: every `finally` runs, so harness process groups
-    are killed and set-aside edits restored rather than left behind."""
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def _click_error(exc: click.ClickException) -> UsageError:
     """click's own refusals (an unknown option, a missing argument, a bad value) said as kgit
     says every error: the usage line, `error:` and a `hint:`, exit 2, JSON under --json."""
@@ -221,46 +148,19 @@ def _click_error(exc: click.ClickException) -> UsageError:
     return UsageError(exc.format_message(), hint=f"{path} --help shows the usage", details=usage)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    as_json = "--json" in args
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, _interrupt)
-    try:
-        return _run(args, as_json)
-    finally:
-        progress.stop()
-
-
-def _run(args: list[str], as_json: bool) -> int:
+def run_click(args: list[str]) -> int:
+    """ARGS read and run by click; its exit code. click's own refusals become kgit's errors
+    (raised for `main` to report), Ctrl-C the KeyboardInterrupt it was."""
     try:
         cli.main(args=args, prog_name="kgit", standalone_mode=False)
-    except KgitError as error:
-        return _report(error, as_json)
     except click.exceptions.Exit as done:
         return done.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt) as stop:
+    except click.exceptions.Abort as stop:
         # click turns Ctrl-C (and our SIGTERM/SIGHUP) into Abort; a declined prompt is one too.
-        cause = stop if isinstance(stop, KeyboardInterrupt) else stop.__cause__
-        if isinstance(cause, KeyboardInterrupt):
-            name = cause.args[0] if cause.args else "SIGINT"
-            click.echo(
-                f"kgit: interrupted by {name}; kgit status says where things stand", err=True
-            )
-            return EXIT_INTERRUPTED
-        click.echo("aborted", err=True)
+        if isinstance(stop.__cause__, KeyboardInterrupt):
+            raise stop.__cause__ from None
+        echo("aborted", err=True)
         return 1
     except click.ClickException as exc:
-        return _report(_click_error(exc), as_json)
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else 1
-    except Exception as exc:  # a bug: keep the traceback for the report, not for the user
-        path = _crash_log(exc)
-        crash = KgitError(
-            f"kgit crashed: {type(exc).__name__}: {exc}",
-            hint=f"please report it with the log {path}",
-        )
-        crash.exit_code = EXIT_CRASH
-        return _report(crash, as_json)
+        raise _click_error(exc) from None
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from kgit.cli import quick
 from kgit.cli.app import CONTEXT, Ctx, cli, emit, json_option
 from kgit.errors import KgitError, UsageError
 
@@ -18,19 +19,7 @@ from kgit.errors import KgitError, UsageError
 @click.pass_obj
 def status(obj: Ctx, all_campaigns: bool, as_json: bool) -> None:
     """Where the campaign stands and what to do next."""
-    from kgit.engine.campaign import list_campaigns
-    from kgit.engine.status import status_data
-    from kgit.records.status_results import CampaignNames
-    from kgit.views.status_log import render_status
-
-    repo = obj.repo()
-    if all_campaigns:
-        names = CampaignNames(tuple(list_campaigns(repo)))
-        emit(names, as_json, lambda n: "\n".join(n.names) or "no campaign")
-        return
-    branch = repo.current_branch()
-    data = status_data(obj.campaign(branch=branch), branch)
-    emit(data, as_json, render_status)
+    quick.status(obj, all_campaigns, as_json)
 
 
 @cli.command()
@@ -70,18 +59,7 @@ def doctor(obj: Ctx, apply_fixes: bool, as_json: bool) -> None:
 @click.pass_obj
 def log(obj: Ctx, as_json: bool, verbose: bool) -> None:
     """The whole lineage, rolled-back rounds included."""
-    from kgit.engine.lineage import lineage
-    from kgit.engine.read_only import CampaignReader
-    from kgit.records.status_results import Lineage
-    from kgit.views.status_log import quick_is_subset, render_log
-
-    campaign = obj.campaign()
-    subset = quick_is_subset(CampaignReader(campaign))
-    emit(
-        Lineage(tuple(lineage(campaign))),
-        as_json,
-        lambda rows: render_log(rows, quick_is_subset=subset, whole=verbose),
-    )
+    quick.log(obj, as_json, verbose)
 
 
 @cli.command()

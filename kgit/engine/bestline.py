@@ -75,28 +75,28 @@ def _in_record(campaign: Campaign, recorded: str, number: int | None) -> bool:
     notes read from the record: the rounds since the last accept, not every note. A cache that
     left out the last accept, or called it rolled back, hid a best line moved back to the accept
     before it from `kgit status`."""
-    if number is not None and not _accepted_in_record(campaign, recorded):
-        return False
     state, listing = campaign.state, campaign.recorded("rounds")
+    own = listing.get(recorded) if number is not None else None
+    if number is not None and own is None:
+        return False  # no note of the accept in the record
     unkept = {entry.get("round") for entry in state.abandoned}
     unkept |= {found.number for found in state.open_rounds}
     later = range((number or 0) + 1, state.next_round)
+    # One git process for the accept's note and the keep-refs of the rounds since, one for
+    # their notes.
+    found = campaign.repo.read_objects([*([own] if own else []), *map(campaign.refs.kept, later)])
+    if own:
+        note = found.pop(0)
+        if note is None or not _kept(campaign, note[1]):
+            return False
     blobs = []
-    # One git process for the keep-refs of the rounds since, one for their notes.
-    for round_number, kept in zip(
-        later, campaign.repo.read_objects([campaign.refs.kept(n) for n in later]), strict=True
-    ):
+    for round_number, kept in zip(later, found, strict=True):
         if kept is None and round_number not in unkept:
             return False  # a round with no commit kept: the whole record decides
         if kept is not None and kept[0] in listing:
             blobs.append(listing[kept[0]])
     texts = campaign.repo.read_blobs(blobs).values()
     return not any(_kept(campaign, text) for text in texts)
-
-
-def _accepted_in_record(campaign: Campaign, commit: str) -> bool:
-    text = campaign.read_note("rounds", commit)
-    return text is not None and _kept(campaign, text)
 
 
 def _kept(campaign: Campaign, text: bytes) -> bool:

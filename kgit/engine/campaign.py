@@ -13,12 +13,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from kgit.engine.note_cache import NoteCache
 from kgit.errors import KgitError, UsageError
 from kgit.gitdoor import RefsMoved, Repo
-from kgit.judge.figures import Figures
 from kgit.records.lognote import log_summary
 from kgit.records.manifest import Manifest, manifest_from_stored
 from kgit.records.names import (
@@ -45,6 +43,8 @@ notes refs are their published copy (git log --notes), and `kgit doctor` reports
 
 
 def now() -> str:
+    from datetime import datetime, timezone  # only writers stamp: not loaded by the views
+
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -301,6 +301,8 @@ class Campaign:
     def round_note(self, commit: str, note: RoundNote) -> NoteWrite:
         """The round note and, written with it, its summary that `git log` displays, with the
         changes every view shows (vs baseline chains the recorded rounds' pairs)."""
+        from kgit.judge.figures import Figures  # written, not read: not loaded by the views
+
         pcts = None
         if note.status != BASELINE:  # the baseline's summary has no change (nor a record yet)
             figures = Figures([*self.all_rounds(with_shapes=False), (commit, note)])

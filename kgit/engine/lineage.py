@@ -5,15 +5,13 @@ rows)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.guards.seal import drifts
 from kgit.engine.note_cache import write_cache
-from kgit.judge.figures import FIRST_PASS, Figure, Figures, figure_dict
-from kgit.judge.scoring import pct
+from kgit.records.lineage_results import FIRST_PASS, LineageRow
 from kgit.records.notes import BASELINE, ROLLED_BACK, UNRECORDED, RoundNote, type_problems
 from kgit.records.results import to_json
-from kgit.records.status_results import LineageRow
 
 # 2: each row says the baseline figure its "vs baseline" is against; 3: the changes as
 # kgit/judge/figures.py defines them (paired where pairs exist, with their interval)
@@ -23,6 +21,12 @@ ROWS_VERSION = 3
 def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[LineageRow]:
     """The whole lineage, rejected rounds included, as kgit recorded it; `note` says when the
     round's note on the notes ref differs from that record (changed or missing)."""
+    # Here, not at the top: a listing read from the cache (`lineage`) computes no figure and
+    # compares no notes ref, and `kgit status` and `kgit log` load neither module then.
+    from kgit.engine.guards.seal import drifts
+    from kgit.judge.figures import Figure, Figures, figure_dict
+    from kgit.judge.scoring import pct
+
     baseline = rounds[0][1] if rounds and rounds[0][1].status == BASELINE else None
     drifted = {d.target: d.how for d in drifts(campaign, ["rounds"]) if d.how != UNRECORDED}
     figures = Figures(rounds)
@@ -54,29 +58,31 @@ def log_rows(campaign: Campaign, rounds: list[tuple[str, RoundNote]]) -> list[Li
                 note=drifted.get(commit),
             )
         )
-    for lost in campaign.state.abandoned:  # rolled back before any commit: no note to hold them
-        rows.append(
-            LineageRow(
-                round=lost["round"],
-                status=ROLLED_BACK,
-                hypothesis=lost["hypothesis"],
-                aggregate=None,
-                vs_baseline=None,
-                delta_vs_baseline_pct=None,
-                baseline_aggregate=None,
-                vs_best=None,
-                delta_vs_best_pct=None,
-                level=None,
-                commit=None,
-                decided_at=lost["at"],
-                decision=ROLLED_BACK,
-                reason=lost.get("reason"),
-                attribution=None,
-                lesson=lost.get("lesson"),
-                note=None,
-            )
-        )
+    rows += [_abandoned(lost) for lost in campaign.state.abandoned]
     return sorted(rows, key=lambda row: row.round)
+
+
+def _abandoned(lost: dict[str, Any]) -> LineageRow:
+    """The row of a round rolled back before any commit: no note holds it, the state does."""
+    return LineageRow(
+        round=lost["round"],
+        status=ROLLED_BACK,
+        hypothesis=lost["hypothesis"],
+        aggregate=None,
+        vs_baseline=None,
+        delta_vs_baseline_pct=None,
+        baseline_aggregate=None,
+        vs_best=None,
+        delta_vs_best_pct=None,
+        level=None,
+        commit=None,
+        decided_at=lost["at"],
+        decision=ROLLED_BACK,
+        reason=lost.get("reason"),
+        attribution=None,
+        lesson=lost.get("lesson"),
+        note=None,
+    )
 
 
 def lineage(campaign: Campaign) -> list[LineageRow]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from kgit.engine.campaign import Campaign
-from kgit.engine.guards.seal import problems_by_commit
-from kgit.engine.measuring.policies.policy import policy_of
 from kgit.records.manifest import Manifest
 from kgit.records.names import CampaignRefs
 from kgit.records.notes import CampaignState, RoundNote
@@ -44,6 +42,10 @@ class CampaignReader:
         return self._campaign.record_sha
 
     def policy_words(self) -> str:
+        # Here and in note_problems, not at the top: `kgit log` reads the campaign through this
+        # class and needs neither the policies nor the notes refs' comparison.
+        from kgit.engine.measuring.policies.policy import policy_of
+
         return policy_of(self.manifest).words(self.manifest.thresholds)
 
     def best_commit(self) -> str:
@@ -59,6 +61,8 @@ class CampaignReader:
         return self._campaign.recorded(kind)
 
     def note_problems(self, kinds: Iterable[str]) -> dict[str, list[str]]:
+        from kgit.engine.guards.seal import problems_by_commit
+
         return problems_by_commit(self._campaign, kinds)
 
     def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:

@@ -47,14 +47,19 @@ class RoundBranch:
         return self.ref.removeprefix("refs/heads/")
 
 
-def round_branches(campaign: Campaign) -> dict[int, tuple[str, str]]:
-    """Round number -> (branch ref, tip) of every round branch of the campaign."""
+# A round branch: its ref, its tip, and the tip's tree (None: the branch is on no commit).
+Branches = dict[int, tuple[str, str, str | None]]
+
+
+def round_branches(campaign: Campaign) -> Branches:
+    """Round number -> (branch ref, tip, tree) of every round branch of the campaign, in one git
+    process (`kgit status` reads the open round's tip and tree from it, and the strays)."""
     prefix = campaign.refs.round_branch(0).rsplit("/", 1)[0] + "/"
-    found: dict[int, tuple[str, str]] = {}
-    for ref, sha in campaign.repo.refs(prefix).items():
+    found: Branches = {}
+    for ref, (sha, tree) in campaign.repo.tips_and_trees(prefix).items():
         parsed = parse_round_branch(ref)
         if parsed is not None and parsed[0] == campaign.name:
-            found[parsed[1]] = (ref, sha)
+            found[parsed[1]] = (ref, sha, tree)
     return found
 
 
@@ -64,12 +69,14 @@ def _reachable(campaign: Campaign, number: int, tip: str, best: str | None) -> b
     return any(line is not None and repo.is_ancestor(tip, line) for line in (best, kept))
 
 
-def stray_round_branches(campaign: Campaign) -> list[RoundBranch]:
+def stray_round_branches(campaign: Campaign, branches: Branches | None = None) -> list[RoundBranch]:
     """Round branches other than those of the rounds in flight: orphans of a killed start,
-    stale branches of closed rounds, or branches someone made by hand."""
+    stale branches of closed rounds, or branches someone made by hand (of BRANCHES, where the
+    caller read them already)."""
+    listed = round_branches(campaign) if branches is None else branches
     strays = {
-        number: found
-        for number, found in sorted(round_branches(campaign).items())
+        number: found[:2]
+        for number, found in sorted(listed.items())
         if campaign.state.open_numbered(number) is None
     }
     if not strays:  # the common case, and `kgit status` asks on every call: one git call

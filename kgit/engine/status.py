@@ -13,9 +13,15 @@ from kgit.engine.guards.audit_background import audit_progress
 from kgit.engine.guards.hooks import hooks_missing
 from kgit.engine.guards.trust import trust_of
 from kgit.engine.lineage import lineage
-from kgit.engine.recovery import closed_round_checked_out, interrupted_close, stray_round_branches
+from kgit.engine.recovery import (
+    Branches,
+    closed_round_checked_out,
+    interrupted_close,
+    round_branches,
+    stray_round_branches,
+)
 from kgit.judge.escalation import consecutive_rollbacks, escalation, stagnation_review_due
-from kgit.records.gate_audit import GateAudit
+from kgit.records.lineage_results import LineageRow
 from kgit.records.names import parse_round_branch
 from kgit.records.notes import ACCEPT, ACCEPTING, KEPT, ROLLBACK, ROLLED_BACK, OpenRound
 from kgit.records.status_results import (
@@ -23,7 +29,6 @@ from kgit.records.status_results import (
     BestMoved,
     CampaignStatus,
     CampaignTarget,
-    LineageRow,
     OpenRoundState,
 )
 
@@ -35,6 +40,7 @@ def status_data(campaign: Campaign, branch: str | None) -> CampaignStatus:
     best_row = next((row for row in recorded if row.commit == best_tip), None)
     statuses = [row.status for row in rows]
     manifest, metric = campaign.manifest, campaign.manifest.primary_metric
+    branches = round_branches(campaign)  # the open round's and the strays, in one git process
     data = CampaignStatus(
         campaign=campaign.name,
         target=CampaignTarget(
@@ -51,11 +57,11 @@ def status_data(campaign: Campaign, branch: str | None) -> CampaignStatus:
         next_round=campaign.state.next_round,
         max_iterations=manifest.max_iterations,
         representative_shapes=tuple(campaign.state.representative),
-        open_round=_open_round(campaign, branch, recorded, best_tip),
+        open_round=_open_round(campaign, branch, recorded, best_tip, branches),
         # Every round in flight (several at once when each has its own work tree).
         rounds_in_flight=tuple(found.number for found in campaign.state.open_rounds),
         **_stall(campaign, statuses),
-        **_left_to_repair(campaign, branch, rows),
+        **_left_to_repair(campaign, branch, rows, branches),
         best_moved=_best_moved(campaign, best_tip, recorded),
     )
     return replace(data, next_step=next_step(data))
@@ -89,14 +95,14 @@ def _stall(campaign: Campaign, statuses: list[str]) -> dict[str, Any]:
 
 
 def _left_to_repair(
-    campaign: Campaign, branch: str | None, rows: list[LineageRow]
+    campaign: Campaign, branch: str | None, rows: list[LineageRow], branches: Branches
 ) -> dict[str, Any]:
     """What a killed command, a clone or someone else's hand left for the user to set right."""
     return {
         # A closed round's branch still checked out (a kill at the end of accept or rollback).
         "closed_round_checked_out": closed_round_checked_out(campaign, branch),
         # Round branches no open round owns (kgit doctor explains each).
-        "stray_branches": tuple(b.short for b in stray_round_branches(campaign)),
+        "stray_branches": tuple(b.short for b in stray_round_branches(campaign, branches)),
         # Unstaged edits the commit gate set aside and could not put back (a killed commit).
         "saved_patches": tuple(saved_patches(campaign)),
         # Whether this repository approves the manifest's commands (kgit/engine/guards/trust.py).
@@ -114,10 +120,15 @@ def _left_to_repair(
 
 
 def _open_round(
-    campaign: Campaign, branch: str | None, recorded: list[LineageRow], best_tip: str
+    campaign: Campaign,
+    branch: str | None,
+    recorded: list[LineageRow],
+    best_tip: str,
+    branches: Branches,
 ) -> OpenRoundState | None:
     """This work tree's round (the one whose branch BRANCH is), else the oldest in flight: its
-    commit, verdict and gate, and whether a kill interrupted its accept or rollback."""
+    commit, verdict and gate, and whether a kill interrupted its accept or rollback (its tip and
+    tree as BRANCHES, the campaign's round branches, list them)."""
     parsed = parse_round_branch(branch)
     here = (
         campaign.state.open_numbered(parsed[1]) if parsed and parsed[0] == campaign.name else None
@@ -125,12 +136,12 @@ def _open_round(
     open_round = here or campaign.state.open_round
     if not open_round:
         return None
-    tip = campaign.repo.rev_parse(campaign.refs.round_branch(open_round.number))
+    _ref, tip, tree = branches.get(open_round.number, (None, None, None))
     has_commit = tip is not None and tip != open_round.parent
     # The round's own verdict: with no commit yet the tip is the best line's commit, whose
     # row is an earlier round's.
     row = next((r for r in recorded if r.commit == tip and r.round == open_round.number), None)
-    gate = campaign.read_gate(campaign.repo.tree_of(tip)) if has_commit and tip else None
+    gate = campaign.read_gate(tree) if has_commit and tree else None
     return OpenRoundState(
         round=open_round.number,
         tip=tip,
@@ -204,7 +215,11 @@ def _round_step(data: CampaignStatus, current: OpenRoundState) -> str:
 
 def _gate_audit(campaign: Campaign) -> dict[str, Any] | None:
     stored = campaign.state.gate_audit
-    return GateAudit.from_dict(stored).summary() if stored else None
+    if not stored:
+        return None
+    from kgit.records.gate_audit import GateAudit  # its three classes, only for a summary
+
+    return GateAudit.from_dict(stored).summary()
 
 
 def saved_patches(campaign: Campaign) -> list[str]:

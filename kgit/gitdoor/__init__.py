@@ -11,15 +11,12 @@ which plain `subprocess` gives directly. Each call is logged as a user could typ
 """
 
 from kgit.gitdoor.refs import RefsMoved
-from kgit.gitdoor.remotes import PushedRef, RefPush
 from kgit.gitdoor.repo import Repo, open_repo
 from kgit.gitdoor.runner import KILL_ENV, ZERO_SHA, clean_env
 
 __all__ = [
     "KILL_ENV",
     "ZERO_SHA",
-    "PushedRef",
-    "RefPush",
     "RefsMoved",
     "Repo",
     "clean_env",

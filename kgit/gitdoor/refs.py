@@ -77,10 +77,28 @@ class Refs(GitCore):
             result[name] = sha
         return result
 
+    def tips_and_trees(self, prefix: str) -> dict[str, tuple[str, str | None]]:
+        """All refs under PREFIX, name -> (sha, the tree of its commit; None for a ref to
+        another kind of object), in one git process."""
+        out = self.git("for-each-ref", "--format=%(objectname) %(tree) %(refname)", prefix)
+        result: dict[str, tuple[str, str | None]] = {}
+        for line in out.decode().splitlines():
+            sha, tree, name = line.split(" ", 2)
+            result[name] = (sha, tree or None)
+        return result
+
     def current_branch(self) -> str | None:
         """The checked-out branch as a full ref, or None on a detached HEAD."""
         out = self.git("symbolic-ref", "-q", "HEAD", check=False).decode().strip()
         return out or None
+
+    def branch_at_open(self) -> str | None:
+        """`current_branch` as it was when the repository opened, read in open_repo's one git
+        process (asked now where that could not say: an unborn branch). For a command that reads
+        it once, at its start (`kgit status`); one that moves HEAD asks `current_branch`."""
+        if self.head_at_open is None:
+            return self.current_branch()
+        return self.head_at_open if self.head_at_open.startswith("refs/") else None
 
     def checked_out_branches(self) -> set[str]:
         """The branches (full refs) checked out in any work tree of the repository."""

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kgit.gitdoor.refs import Refs
 from kgit.gitdoor.runner import clean_env, spawn
+
+if TYPE_CHECKING:
+    from kgit.gitdoor.pushes import PushedRef, RefPush
 
 
 class Remotes(Refs):
@@ -61,6 +64,8 @@ class Remotes(Refs):
         """Push each update as a compare-and-swap: REF moves to NEW (None: deleted) only if it is
         still at EXPECT on the remote (None: must not exist), `--force-with-lease=REF:EXPECT`.
         Returns (all pushed, git's word on each ref, stderr)."""
+        from kgit.gitdoor.pushes import PushedRef  # a push's own: not loaded by other commands
+
         args = ["push", "--porcelain", "--no-recurse-submodules", *(["--atomic"] if atomic else [])]
         for update in updates:
             args.append(f"--force-with-lease={update.ref}:{update.expect or ''}")
@@ -74,21 +79,3 @@ class Remotes(Refs):
             spec, _, summary = rest.partition("\t")
             results.append(PushedRef(spec.rpartition(":")[2], flag != "!", summary))
         return proc.returncode == 0, results, proc.stderr.decode(errors="replace").strip()
-
-
-@dataclass(frozen=True)
-class RefPush:
-    """One ref of a push: REF to NEW (None: delete it) if the remote still has EXPECT there."""
-
-    ref: str
-    new: str | None
-    expect: str | None
-
-
-@dataclass(frozen=True)
-class PushedRef:
-    """What `git push --porcelain` said of one ref."""
-
-    ref: str
-    ok: bool
-    summary: str  # git's words: "[new branch]", "[rejected] (stale info)", "(fetch first)"...

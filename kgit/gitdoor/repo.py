@@ -24,15 +24,20 @@ def open_repo(start: Path | None = None, *, index_file: str | None = None) -> Re
     cwd = (start or Path.cwd()).resolve()
     cmd = ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
     cmd += ["--git-path", "hooks"]  # in the same git process: `kgit status` shows the hooks
+    # and reads the branch (`--` so that a file named HEAD is not taken for it): on an unborn
+    # branch this part fails, after printing the rest, and the branch is asked for later
+    cmd += ["--symbolic-full-name", "HEAD", "--"]
     proc = spawn(cmd, cwd, None, clean_env())
-    if proc.returncode != 0:
+    lines = proc.stdout.decode().splitlines()
+    if len(lines) < 4:
         raise KgitError(
             f"{cwd} is not inside a git work tree",
             hint="run kgit from the kernel repository (git init first if it has none)",
         )
-    top, git_dir, common, hooks = proc.stdout.decode().splitlines()[:4]
+    top, git_dir, common, hooks = lines[:4]
+    head = lines[4] if proc.returncode == 0 and lines[5:] == ["--"] else None
     # --git-common-dir and --git-path are relative to the current directory, not to the top
     # of the work tree.
     common_path = Path(common) if os.path.isabs(common) else cwd / common
     hooks_path = (cwd / hooks).resolve()  # an absolute HOOKS stays as it is
-    return Repo(Path(top), Path(git_dir), common_path.resolve(), index_file, hooks_path)
+    return Repo(Path(top), Path(git_dir), common_path.resolve(), index_file, hooks_path, head)

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgit.errors import GitError, KgitError
@@ -124,6 +124,10 @@ class GitCore:
     common_dir: Path
     index_file: str | None = None
     hooks: Path | None = None  # where git looks for hooks, as read when the repository opened
+    # HEAD as `git rev-parse --symbolic-full-name HEAD` printed it when the repository opened
+    # (a branch's full ref, or "HEAD" when detached); None when it could not (an unborn branch).
+    # Not part of the value: the same repository, opened on another branch, is the same.
+    head_at_open: str | None = field(default=None, compare=False)
 
     def _run(
         self,

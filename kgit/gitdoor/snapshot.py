@@ -16,9 +16,7 @@ The cases are those of pre-commit's staged_files_only.py, with one step further 
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -64,6 +62,8 @@ class Snapshot(WorkTree):
         diff = ("--ignore-submodules", "--no-color", "--no-ext-diff")
         patch = self.git("diff", "--binary", *diff)
         edited = _paths(self.git("diff", "--name-only", "-z", *diff)) if patch.strip() else []
+        import tempfile  # here and below: only a commit's gate runs this, not the read path
+
         with tempfile.TemporaryDirectory(prefix="kgit-checkout-") as tmp:
             converted = self._converted_checkouts(Path(tmp), set(edited))
             if not patch.strip() and not converted:
@@ -122,6 +122,8 @@ class Snapshot(WorkTree):
             target = self.root / path
             if not target.is_file() or target.read_bytes() != copy.read_bytes():
                 target.write_bytes(copy.read_bytes())
+        import shutil
+
         shutil.rmtree(folder, ignore_errors=True)
         if patch is not None:
             patch.unlink()
@@ -129,6 +131,8 @@ class Snapshot(WorkTree):
 
 def _save_files(root: Path, paths: Sequence[str], folder: Path) -> dict[str, Path]:
     """A copy under FOLDER of each regular file of PATHS: what the user had, byte for byte."""
+    import shutil
+
     saved = {}
     for path in paths:
         source = root / path

@@ -23,10 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kgit.records.lineage_results import FIRST_PASS, PAIRED
 from kgit.records.notes import BASELINE, RoundNote
-
-PAIRED = "paired"
-FIRST_PASS = "first pass"
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from kgit.judge.figures import FIRST_PASS, PAIRED
 from kgit.judge.scoring import diagnostics, pct, score
+from kgit.records.lineage_results import FIRST_PASS, PAIRED
 from kgit.records.metrics import GBPS, metric_of
 from kgit.records.schema import BenchTable
 

@@ -5,7 +5,6 @@ returns the problems it found, each naming the key path and the fix.
 
 from __future__ import annotations
 
-import difflib
 import shlex
 from pathlib import PurePosixPath
 from typing import Any
@@ -55,6 +54,8 @@ def _policy_hint() -> str:
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
+    import difflib  # here and below: only a manifest with a mistake needs it, not a stored one
+
     close = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.6)
     if not close:
         return ""
@@ -64,6 +65,8 @@ def _did_you_mean(word: str, choices: list[str]) -> str:
 def misspelt_as(name: str, data: dict[str, Any]) -> str | None:
     """The key of DATA that is no key kgit knows and is close to NAME (a required key found
     missing): `target_shape:` written for `target_shapes:`."""
+    import difflib
+
     unknown = [str(k) for k in data if k not in SCHEMA["properties"]]
     close = difflib.get_close_matches(name, unknown, n=1, cutoff=0.6)
     return close[0] if close else None

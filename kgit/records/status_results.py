@@ -1,5 +1,6 @@
-"""What `kgit status` and `kgit log` return (their `--json` documents, docs/json.md;
-kgit/records/results.py turns them into JSON)."""
+"""What `kgit status` returns (its `--json` document, docs/json.md; kgit/records/results.py
+turns it into JSON). The lineage's rows, which status counts and `kgit log` lists, are
+kgit/records/lineage_results.py's."""
 
 from __future__ import annotations
 
@@ -7,38 +8,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kgit.records.results import Result
-
-
-@dataclass(frozen=True, slots=True)
-class LineageRow:
-    """One round in the lineage, as kgit recorded it (`kgit log`)."""
-
-    round: int
-    status: str
-    hypothesis: str
-    aggregate: float | None
-    # The changes as kgit/judge/figures.py defines them: {pct, low, high, basis, chain}.
-    vs_baseline: dict[str, Any] | None
-    delta_vs_baseline_pct: float | None
-    baseline_aggregate: float | None
-    vs_best: dict[str, Any] | None
-    delta_vs_best_pct: float | None
-    level: str | None
-    commit: str | None
-    decided_at: str | None
-    decision: str | None
-    reason: str | None
-    attribution: str | None
-    lesson: str | None
-    note: str | None  # how the round's note on the notes ref differs from the record
-
-
-@dataclass(frozen=True, slots=True)
-class Lineage(Result):
-    """`kgit log --json`: the rows, as a list."""
-
-    json_root: ClassVar[str | None] = "rows"
-    rows: tuple[LineageRow, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgit.judge.figures import PAIRED
+from kgit.records.lineage_results import PAIRED
 
 
 def num(value: float | None) -> str:

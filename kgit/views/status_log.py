@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kgit.judge.figures import PAIRED
-from kgit.judge.scoring import pct
+from kgit.records.lineage_results import PAIRED, Lineage, LineageRow
 from kgit.records.notes import ACCEPT, BASELINE, CHANGED, ROLLBACK
 from kgit.records.reader import RecordReader
-from kgit.records.status_results import CampaignStatus, Lineage, LineageRow
 from kgit.views.numbers import change, num
+
+if TYPE_CHECKING:  # what status renders: not loaded by `kgit log`
+    from kgit.records.status_results import CampaignStatus
 
 
 def render_status(data: CampaignStatus) -> str:
@@ -218,6 +219,8 @@ def _baseline_figures(rows: Sequence[LineageRow]) -> str:
     aggregate does not give it: a round measured on fewer shapes, or by resident harnesses (its
     first pass in blocks, against the calibration's blocks). In a CPU session round-2 read
     0.0005718 at +416% beside a baseline row of 0.0001349, which gives +324%."""
+    from kgit.judge.scoring import pct  # the log's alone: `kgit status` does not load scoring
+
     base = next((r for r in rows if r.status == BASELINE and r.aggregate), None)
     groups: dict[str, list[int]] = {}
     for row in rows:

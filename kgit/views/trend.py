@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kgit.judge.figures import PAIRED, figure_dict
+from kgit.judge.figures import figure_dict
 from kgit.judge.monotonic import compared, memory_bound, monotonic_check, side_metrics
 from kgit.judge.scoring import pct
 from kgit.records.evidence import RESIDENT_MODE
+from kgit.records.lineage_results import PAIRED
 from kgit.records.notes import in_line_order
 from kgit.views.numbers import change
 from kgit.views.record import RoundView, figures_of

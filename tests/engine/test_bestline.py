@@ -160,3 +160,28 @@ def test_a_best_line_moved_back_is_refused_whatever_the_views_cache_says(campaig
     started = run_kgit("round", "start", "slower than round-3")
     assert started.code == 1 and "moved outside kgit" in started.err, started
     assert "round-3's accept" in started.err
+
+
+def test_a_cache_that_calls_a_rolled_back_round_accepted_does_not_move_the_record(
+    campaign: Path,
+) -> None:
+    """The lineage's cached rows rewritten to call the last round (rolled back) accepted, and the
+    best line moved onto its commit: the record's own note of that round, read in the same git
+    process as the keep-refs after it, says rolled back, and status names the move."""
+    import json
+
+    repo = campaign
+    _accepted_round(repo, "bigger tiles", 130)
+    slower = _rolled_back_round(repo)
+    _rolled_back_round(repo)
+    assert run_kgit("status").code == 0  # the rows are cached
+    lineage = repo / ".git" / "kgit" / "cache" / "lineage-c1.json"
+    data = json.loads(lineage.read_text())
+    for row in data["rows"]:
+        if row["commit"] == slower:
+            row["status"] = row["decision"] = "ACCEPTED"
+    lineage.write_text(json.dumps(data))
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "update-ref", "refs/heads/kgit/c1/best", slower)
+    moved = run_kgit("status", "--json").json()["best_moved"]  # type: ignore[index]
+    assert moved is not None and moved["round"] == 2 and moved["tip"] == slower, moved

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from kgit.records.lineage_results import Lineage, LineageRow
 from kgit.records.results import json_keys
-from kgit.records.status_results import Lineage, LineageRow
 from kgit.views.trend import TrendLayout
 from tests.conftest import run_kgit
 from tests.views.helpers import check_golden, masked, play_rounds_out_of_order

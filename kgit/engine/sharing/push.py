@@ -38,7 +38,8 @@ from kgit.engine.remote import (
     tracking_ref,
 )
 from kgit.errors import KgitError, UsageError
-from kgit.gitdoor import ZERO_SHA, PushedRef, RefPush, Repo
+from kgit.gitdoor import ZERO_SHA, Repo
+from kgit.gitdoor.pushes import PushedRef, RefPush
 from kgit.records.names import NOTE_KINDS, CampaignRefs, parse_round_branch
 from kgit.records.sharing_results import Pushed, RefPushed
 
