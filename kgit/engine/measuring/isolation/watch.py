@@ -54,9 +54,8 @@ class Watch:
     marker: Path  # a file in a folder of kgit's own, read once, at `start`; its folder holds
     # the canary until `written`, then goes
     files: list[Path] = field(default_factory=list)  # watched one by one (a repository's config)
-    skipped: list[Path] = field(
-        default_factory=list
-    )  # inside FOLDERS, imported by none (unimported)
+    # Folders inside FOLDERS that no measuring process imports from (`unimported`): not walked.
+    skipped: list[Path] = field(default_factory=list)
     since_ns: int = 0
 
     def start(self) -> None:
